@@ -1,0 +1,81 @@
+"""Join a Run with Qrels into dense per-question arrays: the only input the metric functions need."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from metrics.qrels import Qrels
+from metrics.run import PAD, Run
+
+
+@dataclass(frozen=True)
+class Judged:
+    """Per question (rows) and rank (columns): the judged grade of each retrieved document.
+
+    ``grades`` is 0 where a document is unjudged or the ranking has ended (``retrieved`` False);
+    ``judged_grades`` holds every judgment of the question, sorted descending (the ideal ordering), padded
+    with 0; ``n_judged`` counts those judgments.
+    """
+
+    query_ids: list[str]
+    grades: np.ndarray
+    judged: np.ndarray
+    retrieved: np.ndarray
+    judged_grades: np.ndarray
+    n_judged: np.ndarray
+
+    def relevant(self, level: int = 1) -> np.ndarray:
+        return self.judged & (self.grades >= level)
+
+    def n_relevant(self, level: int = 1) -> np.ndarray:
+        return (self.judged_grades >= level).sum(axis=1) if self.judged_grades.size else np.zeros(
+            len(self.query_ids), dtype=np.int64
+        )
+
+
+def judge(run: Run, qrels: Qrels, query_ids: list[str]) -> Judged:
+    """Look up every retrieved document's grade, vectorised over all questions.
+
+    ``query_ids`` are the questions to score, in order; one absent from the run gets an empty ranking.
+    """
+    n = len(query_ids)
+    rows = pd.Index(run.query_ids).get_indexer(query_ids) if len(run.query_ids) else np.full(n, -1)
+    docs = np.full((n, run.depth), PAD, dtype=np.int64)
+    present = rows >= 0
+    docs[present] = run.docs[rows[present]]
+    retrieved = docs != PAD
+
+    qi = pd.Index(query_ids).get_indexer(qrels.query_ids) if len(qrels) else np.zeros(0, dtype=np.int64)
+    keep = qi >= 0
+    qi, doc_ids, grades = qi[keep], qrels.doc_ids[keep], qrels.grades[keep]
+
+    universe = len(run.doc_ids) + 1
+    di = pd.Index(run.doc_ids).get_indexer(doc_ids) if len(run.doc_ids) else np.full(len(qi), -1)
+    in_run = di >= 0
+    keys = qi[in_run].astype(np.int64) * universe + di[in_run]
+    order = np.argsort(keys, kind="stable")
+    keys, key_grades = keys[order], grades[in_run][order]
+
+    run_keys = np.arange(n, dtype=np.int64)[:, None] * universe + np.where(retrieved, docs, universe - 1)
+    pos = np.searchsorted(keys, run_keys)
+    pos_c = np.minimum(pos, max(len(keys) - 1, 0))
+    judged = retrieved & (pos < len(keys))
+    if len(keys):
+        judged &= keys[pos_c] == run_keys
+        matrix = np.where(judged, key_grades[pos_c], 0)
+    else:
+        matrix = np.zeros(docs.shape, dtype=np.int64)
+
+    # every judgment of each question, best first: the ideal ordering for nDCG
+    n_judged = np.bincount(qi, minlength=n)
+    width = int(n_judged.max()) if n else 0
+    ideal = np.zeros((n, width), dtype=np.int64)
+    if len(qi):
+        order = np.lexsort((-grades, qi))
+        sq = qi[order]
+        starts = np.concatenate(([0], np.cumsum(n_judged)[:-1]))
+        ideal[sq, np.arange(len(sq)) - starts[sq]] = grades[order]
+    return Judged(list(query_ids), matrix, judged, retrieved, ideal, n_judged)

@@ -1,0 +1,60 @@
+"""Graded relevance judgments, held as parallel arrays so joins with a Run are vectorised."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Qrels:
+    """Judgments: ``grades[i]`` is the grade of document ``doc_ids[i]`` for question ``query_ids[i]``."""
+
+    query_ids: np.ndarray
+    doc_ids: np.ndarray
+    grades: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "query_ids", np.asarray(self.query_ids, dtype=object))
+        object.__setattr__(self, "doc_ids", np.asarray(self.doc_ids, dtype=object))
+        object.__setattr__(self, "grades", np.asarray(self.grades, dtype=np.int64))
+        if not (len(self.query_ids) == len(self.doc_ids) == len(self.grades)):
+            raise ValueError("query_ids, doc_ids and grades must have the same length")
+
+    @classmethod
+    def from_dict(cls, judgments: dict[str, dict[str, int]]) -> Qrels:
+        rows = [(q, d, g) for q, docs in judgments.items() for d, g in docs.items()]
+        if not rows:
+            return cls(np.array([], dtype=object), np.array([], dtype=object), np.array([], dtype=np.int64))
+        q, d, g = zip(*rows)
+        return cls(np.array(q, dtype=object), np.array(d, dtype=object), np.array(g))
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for q, d, g in zip(self.query_ids, self.doc_ids, self.grades):
+            out.setdefault(str(q), {})[str(d)] = int(g)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.grades)
+
+    def judged_queries(self) -> list[str]:
+        """Questions with at least one judgment, in first-seen order."""
+        return list(dict.fromkeys(self.query_ids.tolist()))
+
+    def relevant_queries(self, level: int = 1) -> list[str]:
+        """Questions with at least one judgment at or above ``level``: the ones that count in a mean."""
+        return list(dict.fromkeys(self.query_ids[self.grades >= level].tolist()))
+
+    def subset(self, mask: np.ndarray) -> Qrels:
+        return Qrels(self.query_ids[mask], self.doc_ids[mask], self.grades[mask])
+
+    def digest(self) -> str:
+        """A content digest independent of line order."""
+        order = np.lexsort((self.doc_ids.astype(str), self.query_ids.astype(str)))
+        h = hashlib.sha256()
+        for i in order:
+            h.update(f"{self.query_ids[i]}\t{self.doc_ids[i]}\t{self.grades[i]}\n".encode())
+        return h.hexdigest()[:16]

@@ -1,0 +1,129 @@
+"""Metric specs: declared once, parsed from one string form used everywhere (config, CLI, tables, MLflow)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from metrics.errors import InputError
+
+# measure -> (needs a cutoff, trec_eval name pattern, short description)
+MEASURES: dict[str, tuple[str | None, str]] = {
+    "hit_rate": ("required", "success_{k}"),
+    "recall": ("required", "recall_{k}"),
+    "precision": ("required", "P_{k}"),
+    "ndcg": ("optional", "ndcg_cut_{k}"),
+    "mrr": (None, "recip_rank"),
+    "map": (None, "map"),
+    "r_precision": (None, "Rprec"),
+}
+
+ALIASES = {"success": "hit_rate", "hit": "hit_rate", "p": "precision", "rr": "mrr", "ap": "map", "rprec": "r_precision"}
+
+# trec_eval names and families -> rankscope measure
+TREC_NAMES = {
+    "success": "hit_rate",
+    "recall": "recall",
+    "P": "precision",
+    "ndcg_cut": "ndcg",
+    "recip_rank": "mrr",
+    "map": "map",
+    "ndcg": "ndcg",
+    "Rprec": "r_precision",
+}
+
+# trec_eval's default cutoffs for each family, used when a family is named without any
+TREC_DEFAULT_CUTOFFS = {
+    "success": (1, 5, 10),
+    "recall": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "P": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+    "ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
+}
+
+_SPEC = re.compile(r"^([a-z_]+)(?:@(\d+))?$")
+
+
+@dataclass(frozen=True, order=True)
+class MetricSpec:
+    """One metric at one cutoff, e.g. ``ndcg@5`` or ``mrr`` (no cutoff: the whole ranking)."""
+
+    measure: str
+    k: int | None = None
+
+    @property
+    def name(self) -> str:
+        """The name used in code and tables: ``ndcg@5``."""
+        return self.measure if self.k is None else f"{self.measure}@{self.k}"
+
+    @property
+    def mlflow_key(self) -> str:
+        """MLflow forbids ``@``: ``ndcg@5`` is logged as ``ndcg_at_5``."""
+        return self.name.replace("@", "_at_")
+
+    @property
+    def trec_name(self) -> str:
+        pattern = MEASURES[self.measure][1]
+        if self.k is None:
+            return "ndcg" if self.measure == "ndcg" else pattern
+        return pattern.format(k=self.k)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def parse_metric(text: str) -> MetricSpec:
+    """Parse ``ndcg@5``, ``hit_rate@3``, ``mrr`` ... into a MetricSpec; unknown names fail plainly."""
+    m = _SPEC.match(str(text).strip().lower())
+    if not m:
+        raise InputError(f"cannot read metric {text!r}: expected a name such as 'ndcg@5', 'recall@10' or 'mrr'")
+    measure, k = ALIASES.get(m.group(1), m.group(1)), m.group(2)
+    if measure not in MEASURES:
+        raise InputError(f"unknown metric {text!r}; known: {', '.join(sorted(MEASURES))}")
+    cutoff = MEASURES[measure][0]
+    if k is None and cutoff == "required":
+        raise InputError(f"metric {text!r} needs a cutoff, e.g. '{measure}@5'")
+    if k is not None and cutoff is None:
+        raise InputError(f"metric {measure!r} takes no cutoff (it reads the whole ranking)")
+    if k is not None and int(k) < 1:
+        raise InputError(f"metric {text!r}: the cutoff must be at least 1")
+    return MetricSpec(measure, None if k is None else int(k))
+
+
+def parse_metrics(texts: list[str] | tuple[str, ...] | str) -> list[MetricSpec]:
+    """Parse several specs (a list, or one comma-separated string), keeping order, dropping repeats."""
+    if isinstance(texts, str):
+        texts = [t for t in texts.split(",") if t.strip()]
+    return list(dict.fromkeys(parse_metric(t) for t in texts))
+
+
+def metrics_at(cutoffs: list[int], measures: list[str]) -> list[MetricSpec]:
+    """Specs for each measure at each cutoff (cutoff-free measures once): the config's ``metrics.k`` form."""
+    out: list[MetricSpec] = []
+    for measure in measures:
+        measure = ALIASES.get(measure, measure)
+        if measure not in MEASURES:
+            raise InputError(f"unknown metric {measure!r}; known: {', '.join(sorted(MEASURES))}")
+        if MEASURES[measure][0] is None:
+            out.append(MetricSpec(measure))
+        else:
+            out.extend(MetricSpec(measure, int(k)) for k in cutoffs)
+    return list(dict.fromkeys(out))
+
+
+def parse_trec_measure(text: str) -> list[MetricSpec]:
+    """trec_eval's ``-m`` forms: ``P_5``, ``P.5,10``, ``ndcg_cut`` (default cutoffs), ``map``, ``recip_rank``."""
+    text = text.strip()
+    family, _, cutoffs = text.partition(".")
+    if not cutoffs:
+        m = re.match(r"^(.*)_(\d+)$", text)
+        if m and m.group(1) in TREC_DEFAULT_CUTOFFS:
+            family, cutoffs = m.group(1), m.group(2)
+    if family in TREC_NAMES:
+        measure = TREC_NAMES[family]
+        if family in TREC_DEFAULT_CUTOFFS:
+            ks = [int(c) for c in cutoffs.split(",")] if cutoffs else list(TREC_DEFAULT_CUTOFFS[family])
+            return [MetricSpec(measure, k) for k in ks]
+        if cutoffs:
+            raise InputError(f"trec_eval measure {family!r} takes no cutoff")
+        return [MetricSpec(measure)]
+    return parse_metrics(text)

@@ -1,0 +1,153 @@
+"""Load a BEIR-layout folder (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv) into a Collection."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from metrics.errors import InputError
+from metrics.qrels import Qrels
+from pipeline.collection import Collection
+
+SHOWN = 5  # how many offending ids a message lists before "and N more"
+
+
+def _listing(ids: list[str]) -> str:
+    head = ", ".join(ids[:SHOWN])
+    return head + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+
+
+def _open_text(path: Path):
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
+    """Stream ``(line, _id, text)``; a title is prepended to the text as BEIR does."""
+    with _open_text(path) as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", path, number) from None
+            if not isinstance(record, dict):
+                raise InputError(f"expected a JSON object per {what}", path, number)
+            if "_id" not in record or record["_id"] in (None, ""):
+                raise InputError(f"{what} without an '_id'", path, number)
+            title, text = record.get("title") or "", record.get("text") or ""
+            if not isinstance(title, str) or not isinstance(text, str):
+                raise InputError(f"{what} {record['_id']}: 'title' and 'text' must be strings", path, number)
+            yield number, str(record["_id"]), f"{title} {text}".strip() if title else text.strip()
+
+
+def _read_records(path: Path, what: str, notes: list[str]) -> tuple[list[str], list[str]]:
+    ids, texts, first_line = [], [], {}
+    empty = []
+    for number, ident, text in read_jsonl(path, what):
+        if ident in first_line:
+            raise InputError(f"duplicate {what} id {ident!r} (first on line {first_line[ident]})", path, number)
+        first_line[ident] = number
+        ids.append(ident)
+        texts.append(text)
+        if not text:
+            empty.append(ident)
+    if empty:
+        notes.append(f"{path.name}: {len(empty)} {what}(s) with empty text: {_listing(empty)} "
+                     f"(kept; they can match nothing)")
+    return ids, texts
+
+
+def read_beir_qrels(path: Path) -> Qrels:
+    """``query-id<TAB>corpus-id<TAB>score`` with an optional header line."""
+    q, d, g, seen = [], [], [], {}
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            fields = line.rstrip("\n\r").split("\t")
+            if len(fields) != 3:
+                fields = line.split()
+            if len(fields) != 3:
+                raise InputError(f"expected 3 tab-separated fields 'query-id corpus-id score', "
+                                 f"found {len(fields)}", path, number)
+            try:
+                grade = int(fields[2])
+            except ValueError:
+                if not q and not seen:
+                    continue  # the header line ('query-id corpus-id score')
+                raise InputError(f"score {fields[2]!r} is not an integer", path, number) from None
+            key = (fields[0].strip(), fields[1].strip())
+            if key in seen:
+                raise InputError(f"duplicate judgment for question {key[0]} and document {key[1]} "
+                                 f"(first on line {seen[key]})", path, number)
+            seen[key] = number
+            q.append(key[0])
+            d.append(key[1])
+            g.append(grade)
+    return Qrels(np.array(q, dtype=object), np.array(d, dtype=object), np.array(g, dtype=np.int64))
+
+
+def find_corpus_file(folder: Path) -> Path:
+    for name in ("corpus.jsonl", "corpus.jsonl.gz"):
+        if (folder / name).is_file():
+            return folder / name
+    raise InputError("no corpus.jsonl or corpus.jsonl.gz in this folder", folder)
+
+
+def load_beir(path: str | Path, split: str = "test", name: str | None = None, strict: bool = False) -> Collection:
+    """Load and validate a BEIR folder; the questions are those judged in ``split``.
+
+    Judgments naming unknown documents or questions are dropped and reported in ``notes`` (or raise, with
+    ``strict``); malformed lines and duplicate ids always raise :class:`InputError` with file and line.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        raise InputError("corpus folder does not exist", folder)
+    qrels_path = folder / "qrels" / f"{split}.tsv"
+    if not qrels_path.is_file():
+        available = sorted(p.stem for p in (folder / "qrels").glob("*.tsv")) if (folder / "qrels").is_dir() else []
+        raise InputError(f"no judgments for split {split!r} (available: {', '.join(available) or 'none'})",
+                         qrels_path)
+    notes: list[str] = []
+    doc_ids, doc_texts = _read_records(find_corpus_file(folder), "document", notes)
+    all_qids, all_qtexts = _read_records(folder / "queries.jsonl", "question", notes)
+    qrels = read_beir_qrels(qrels_path)
+
+    known_docs, known_q = set(doc_ids), set(all_qids)
+    bad_doc = np.array([d not in known_docs for d in qrels.doc_ids], dtype=bool)
+    bad_q = np.array([q not in known_q for q in qrels.query_ids], dtype=bool)
+    for mask, what in ((bad_doc, "documents"), (bad_q, "questions")):
+        if mask.any():
+            ids = list(dict.fromkeys((qrels.doc_ids if what == "documents" else qrels.query_ids)[mask].tolist()))
+            message = (f"{qrels_path}: {int(mask.sum())} judgment(s) name {len(ids)} {what} missing from the "
+                       f"{'corpus' if what == 'documents' else 'questions file'}: {_listing(ids)}")
+            if strict:
+                raise InputError(message)
+            notes.append(message + " (dropped)")
+    qrels = qrels.subset(~(bad_doc | bad_q))
+
+    judged = set(qrels.query_ids.tolist())
+    keep = [i for i, q in enumerate(all_qids) if q in judged]
+    query_ids = [all_qids[i] for i in keep]
+    query_texts = [all_qtexts[i] for i in keep]
+    without = [q for q in query_ids if q not in set(qrels.relevant_queries(1))]
+    if without:
+        notes.append(f"{len(without)} question(s) have no relevant judgment in split {split!r}: {_listing(without)} "
+                     f"(left out of the means)")
+    return Collection(name or folder.name, doc_ids, doc_texts, query_ids, query_texts, qrels,
+                      source=str(folder.resolve()), split=split, notes=notes)
+
+
+def helpdesk() -> Collection:
+    """The embedded default: SPEC.md's 28-document help-desk corpus, shipped with the package."""
+    folder = resources.files("pipeline").joinpath("data/helpdesk")
+    collection = load_beir(Path(str(folder)), "test", name="helpdesk")
+    return collection

@@ -1,0 +1,65 @@
+"""A Collection: documents, questions and judgments, validated at the door, with digests of each."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from metrics.qrels import Qrels
+
+
+@dataclass(frozen=True)
+class Collection:
+    """Everything a study needs, already checked; nothing downstream re-validates it.
+
+    ``query_ids`` are the questions of the chosen split (those with at least one judgment there);
+    ``notes`` lists what validation found and did about it (dropped judgments, empty texts ...).
+    """
+
+    name: str
+    doc_ids: list[str]
+    doc_texts: list[str]
+    query_ids: list[str]
+    query_texts: list[str]
+    qrels: Qrels
+    source: str = ""
+    split: str = "test"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def digest(self) -> str:
+        """One digest for documents, questions and judgments together: runs on different data never match."""
+        h = hashlib.sha256()
+        for part in (self.corpus_digest, self.queries_digest, self.qrels.digest()):
+            h.update(part.encode())
+        return h.hexdigest()[:16]
+
+    @property
+    def corpus_digest(self) -> str:
+        return _digest(self.doc_ids, self.doc_texts)
+
+    @property
+    def queries_digest(self) -> str:
+        return _digest(self.query_ids, self.query_texts)
+
+    def query_text(self, query_id: str) -> str:
+        return self.query_texts[self.query_ids.index(query_id)]
+
+    def summary(self) -> dict[str, int]:
+        level_one = set(self.qrels.relevant_queries(1))
+        return {
+            "documents": len(self.doc_ids),
+            "questions": len(self.query_ids),
+            "judgments": len(self.qrels),
+            "questions_without_relevant": sum(q not in level_one for q in self.query_ids),
+        }
+
+
+def _digest(ids: list[str], texts: list[str]) -> str:
+    h = hashlib.sha256()
+    for i, t in zip(ids, texts):
+        h.update(i.encode())
+        h.update(b"\0")
+        h.update(t.encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]

@@ -1,0 +1,57 @@
+"""LSA: TF-IDF (scikit-learn defaults) reduced by truncated SVD, questions scored by cosine (SPEC.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.decomposition import TruncatedSVD
+from sklearn.feature_extraction.text import TfidfTransformer
+from sklearn.preprocessing import normalize
+
+from retrievers.base import Documents, NotIndexedError, ScoringRetriever
+from retrievers.text import TermCounts, Tokenizer, term_counts
+
+
+@dataclass
+class LSA(ScoringRetriever):
+    """Latent semantic analysis with ``dims`` dimensions; ``algorithm`` and ``seed`` as in TruncatedSVD."""
+
+    dims: int = 6
+    algorithm: str = "arpack"
+    seed: int = 0
+    tokenizer: Tokenizer = field(default_factory=Tokenizer)
+    name: str = "lsa"
+
+    def __post_init__(self) -> None:
+        if self.dims < 1:
+            raise ValueError(f"LSA dims must be >= 1, got {self.dims}")
+        if self.algorithm not in ("arpack", "randomized"):
+            raise ValueError(f"LSA algorithm must be 'arpack' or 'randomized', got {self.algorithm!r}")
+        self._terms: TermCounts | None = None
+
+    def index(self, docs: Documents, counts: TermCounts | None = None) -> LSA:
+        """Fit TF-IDF and the SVD in corpus order (as the reference study did), then sort the axis by id."""
+        terms = counts if counts is not None else term_counts(docs.doc_ids, docs.doc_texts, self.tokenizer)
+        limit = min(terms.counts.shape) - (1 if self.algorithm == "arpack" else 0)
+        if self.dims > limit:
+            raise ValueError(
+                f"LSA dims={self.dims} is too large for {terms.counts.shape[0]} documents and "
+                f"{terms.counts.shape[1]} terms (at most {limit} with algorithm={self.algorithm!r})"
+            )
+        self._tfidf = TfidfTransformer().fit(terms.counts)
+        self._svd = TruncatedSVD(n_components=self.dims, algorithm=self.algorithm, random_state=self.seed)
+        doc_vectors = normalize(self._svd.fit_transform(self._tfidf.transform(terms.counts)))
+        order = terms.id_order
+        self.doc_ids = terms.doc_ids[order]
+        self._doc_vectors = doc_vectors[order]
+        self._terms = terms
+        return self
+
+    def scores(self, texts: Sequence[str]) -> np.ndarray:
+        if self._terms is None:
+            raise NotIndexedError("call index() before ranking")
+        counts = self._terms.encode(texts, self.tokenizer)
+        vectors = normalize(self._svd.transform(self._tfidf.transform(counts)))
+        return vectors @ self._doc_vectors.T
