@@ -1,0 +1,11 @@
+"""Retrievers: index a corpus once, rank every question in one call (see ``retrievers.base``)."""
+
+from retrievers.base import Retriever, ScoringRetriever
+from retrievers.bm25 import BM25
+from retrievers.lsa import LSA
+from retrievers.rrf import RRF
+from retrievers.run_file import RunFile
+from retrievers.text import Tokenizer
+from retrievers.weighted import WeightedSum
+
+__all__ = ["BM25", "LSA", "RRF", "Retriever", "RunFile", "ScoringRetriever", "Tokenizer", "WeightedSum"]
