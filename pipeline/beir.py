@@ -68,10 +68,12 @@ def _read_records(path: Path, what: str, notes: list[str]) -> tuple[list[str], l
 def read_beir_qrels(path: Path) -> Qrels:
     """``query-id<TAB>corpus-id<TAB>score`` with an optional header line."""
     q, d, g, seen = [], [], [], {}
+    header_allowed = True
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
+            may_be_header, header_allowed = header_allowed, False
             fields = line.rstrip("\n\r").split("\t")
             if len(fields) != 3:
                 fields = line.split()
@@ -81,7 +83,7 @@ def read_beir_qrels(path: Path) -> Qrels:
             try:
                 grade = int(fields[2])
             except ValueError:
-                if not q and not seen:
+                if may_be_header:
                     continue  # the header line ('query-id corpus-id score')
                 raise InputError(f"score {fields[2]!r} is not an integer", path, number) from None
             key = (fields[0].strip(), fields[1].strip())

@@ -1,0 +1,24 @@
+"""Fixtures shared by every test package: the embedded help-desk corpus and the shared datasets folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.beir import helpdesk
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+
+
+@pytest.fixture(scope="session")
+def helpdesk_collection():
+    return helpdesk()
+
+
+@pytest.fixture(scope="session")
+def shared_datasets() -> Path:
+    if not SHARED_DATASETS.is_dir():
+        pytest.skip(f"the shared datasets folder is not beside the repository ({SHARED_DATASETS})")
+    return SHARED_DATASETS
