@@ -9,6 +9,7 @@ from typing import Protocol
 import numpy as np
 
 from metrics.run import Run
+from retrievers.text import TermCounts, Tokenizer, term_counts
 from retrievers.topk import top_k_dense
 
 # A score not above this is not a result (SPEC.md): rankings can be empty.
@@ -26,6 +27,14 @@ class Documents(Protocol):
 
 class NotIndexedError(RuntimeError):
     pass
+
+
+def counts_of(docs: Documents, tokenizer: Tokenizer) -> TermCounts:
+    """Term counts for ``docs``: from its cache when it has one (``CachedDocuments``), else tokenised now."""
+    cached = getattr(docs, "term_counts", None)
+    if callable(cached):
+        return cached(tokenizer)
+    return term_counts(docs.doc_ids, docs.doc_texts, tokenizer)
 
 
 class Retriever(ABC):

@@ -9,8 +9,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from metrics.run import Run
-from retrievers.base import MIN_SCORE, Documents, NotIndexedError, ScoringRetriever, _assemble, _check_batch
-from retrievers.text import TermCounts, Tokenizer, term_counts
+from retrievers.base import (
+    MIN_SCORE,
+    Documents,
+    NotIndexedError,
+    ScoringRetriever,
+    _assemble,
+    _check_batch,
+    counts_of,
+)
+from retrievers.text import TermCounts, Tokenizer
 from retrievers.topk import top_k_sparse
 
 
@@ -50,7 +58,7 @@ class BM25(ScoringRetriever):
 
     def index(self, docs: Documents, counts: TermCounts | None = None) -> BM25:
         """Index ``docs``; pass precomputed ``counts`` to skip tokenisation (sweeps share them)."""
-        terms = counts if counts is not None else term_counts(docs.doc_ids, docs.doc_texts, self.tokenizer)
+        terms = counts if counts is not None else counts_of(docs, self.tokenizer)
         order = terms.id_order
         self.doc_ids = terms.doc_ids[order]
         weights = bm25_weights(terms.counts[order], self.k1, self.b)

@@ -10,8 +10,8 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.preprocessing import normalize
 
-from retrievers.base import Documents, NotIndexedError, ScoringRetriever
-from retrievers.text import TermCounts, Tokenizer, term_counts
+from retrievers.base import Documents, NotIndexedError, ScoringRetriever, counts_of
+from retrievers.text import TermCounts, Tokenizer
 
 
 @dataclass
@@ -33,7 +33,7 @@ class LSA(ScoringRetriever):
 
     def index(self, docs: Documents, counts: TermCounts | None = None) -> LSA:
         """Fit TF-IDF and the SVD in corpus order (as the reference study did), then sort the axis by id."""
-        terms = counts if counts is not None else term_counts(docs.doc_ids, docs.doc_texts, self.tokenizer)
+        terms = counts if counts is not None else counts_of(docs, self.tokenizer)
         limit = min(terms.counts.shape) - (1 if self.algorithm == "arpack" else 0)
         if self.dims > limit:
             raise ValueError(
