@@ -1,0 +1,112 @@
+"""Compare two systems question by question, and decide whether a candidate regressed.
+
+Pure: two per-question tables in, a table of paired differences and verdicts out. The MLflow edges that find
+the tables live in ``pipeline.compare``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_bounds, resample_means
+from metrics.significance import holm, randomisation_test
+
+BETTER, WORSE, SAME = "better", "worse", "indistinguishable"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One row per metric: both means, the paired difference (candidate - baseline) with its interval,
+    the randomisation-test p-value (raw and Holm-adjusted across metrics) and a verdict."""
+
+    table: pd.DataFrame
+    only_in_baseline: list[str] = field(default_factory=list)
+    only_in_candidate: list[str] = field(default_factory=list)
+    confidence: float = DEFAULT_CONFIDENCE
+
+    def verdict(self, metric: str) -> str:
+        return str(self.table.loc[metric, "verdict"])
+
+
+def compare(
+    baseline: pd.DataFrame,
+    candidate: pd.DataFrame,
+    metrics: Sequence[str] | None = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    permutations: int = 10000,
+    seed: int = DEFAULT_SEED,
+) -> Comparison:
+    """Align two per-question tables (index = question id) and compare every metric column they share.
+
+    A metric is ``better``/``worse`` only when its interval excludes zero *and* its Holm-adjusted p-value is
+    below ``1 - confidence``; otherwise the two systems cannot be told apart on it.
+    """
+    metrics = list(metrics) if metrics is not None else [c for c in baseline.columns if c in candidate.columns]
+    missing = [m for m in metrics if m not in baseline.columns or m not in candidate.columns]
+    if missing:
+        raise ValueError(f"metric(s) not in both tables: {', '.join(missing)}")
+    shared = baseline.index.intersection(candidate.index, sort=False)
+    if len(shared) == 0:
+        raise ValueError("the two runs have no question in common")
+    a = baseline.loc[shared, metrics].to_numpy(dtype=np.float64)
+    b = candidate.loc[shared, metrics].to_numpy(dtype=np.float64)
+    diff = b - a
+    low, high = percentile_bounds(resample_means(diff, resamples, seed), confidence)
+    p = np.array([randomisation_test(b[:, j], a[:, j], permutations, seed) for j in range(len(metrics))])
+    p_holm = holm(p)
+    alpha = 1.0 - confidence
+    verdicts = np.where((low > 0) & (p_holm < alpha), BETTER, np.where((high < 0) & (p_holm < alpha), WORSE, SAME))
+    table = pd.DataFrame(
+        {
+            "baseline": a.mean(axis=0),
+            "candidate": b.mean(axis=0),
+            "difference": diff.mean(axis=0),
+            "ci_low": low,
+            "ci_high": high,
+            "p_value": p,
+            "p_holm": p_holm,
+            "verdict": verdicts,
+        },
+        index=pd.Index(metrics, name="metric"),
+    )
+    return Comparison(
+        table,
+        [q for q in baseline.index if q not in set(shared)],
+        [q for q in candidate.index if q not in set(shared)],
+        confidence,
+    )
+
+
+@dataclass(frozen=True)
+class GateResult:
+    passed: bool
+    reason: str
+
+
+def gate(comparison: Comparison, metrics: Sequence[str], tolerance: float = 0.0) -> GateResult:
+    """Fail only when, on some metric, the candidate is worse than the baseline by more than ``tolerance``
+    with the comparison's confidence: the whole interval of (candidate - baseline) lies below ``-tolerance``.
+    """
+    if tolerance < 0:
+        raise ValueError("the tolerance is the largest acceptable drop: it must be >= 0")
+    failures, notes = [], []
+    for metric in metrics:
+        if metric not in comparison.table.index:
+            raise ValueError(f"gate metric {metric!r} was not compared (have: {', '.join(comparison.table.index)})")
+        row = comparison.table.loc[metric]
+        interval = f"{row.difference:+.4f} [{row.ci_low:+.4f}, {row.ci_high:+.4f}]"
+        if row.ci_high < -tolerance:
+            failures.append(f"{metric} dropped by {-row.difference:.4f}, {interval}, beyond the tolerance "
+                            f"{tolerance:.4f} at {comparison.confidence:.0%} confidence")
+        elif row.ci_low > 0:
+            notes.append(f"{metric} better: {interval}")
+        else:
+            notes.append(f"{metric} indistinguishable: {interval} (tolerance {tolerance:.4f})")
+    if failures:
+        return GateResult(False, "REGRESSION: " + "; ".join(failures))
+    return GateResult(True, "PASS: " + "; ".join(notes))
