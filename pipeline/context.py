@@ -1,0 +1,62 @@
+"""What a job knows about where it runs, and the hand-off file between a sweep's driver and its jobs.
+
+The driver (a Hydra callback) opens the parent MLflow run and writes ``mlflow_sweep.json`` into the sweep
+directory; every job, in the driver's process or in a joblib worker, reads it to nest its run under the parent.
+A file rather than an environment variable, so it also records where the sweep's runs went.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+HANDOFF_FILE = "mlflow_sweep.json"
+
+
+@dataclass(frozen=True)
+class JobContext:
+    """A job's place: launch directory (relative paths start there), output directory, sweep directory."""
+
+    launch_dir: Path
+    output_dir: Path
+    sweep_dir: Path | None = None  # None: a single run, not part of a sweep
+    job_num: int = 0
+    overrides: list[str] = field(default_factory=list)  # this job's command-line overrides
+    choices: dict[str, str] = field(default_factory=dict)  # config group -> chosen option
+
+
+@dataclass(frozen=True)
+class SweepHandle:
+    """Written by the driver before any job starts: where the jobs log and what varies between them."""
+
+    experiment_id: str
+    parent_run_id: str
+    varying: list[str]  # override keys swept over ('retriever', 'retriever.k1', ...): they name the systems
+
+    def write(self, sweep_dir: Path) -> Path:
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        path = sweep_dir / HANDOFF_FILE
+        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def read(cls, sweep_dir: Path) -> SweepHandle | None:
+        path = sweep_dir / HANDOFF_FILE
+        if not path.is_file():
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls(str(data["experiment_id"]), str(data["parent_run_id"]), list(data["varying"]))
+
+
+def system_name(retriever_name: str, overrides: list[str], varying: list[str]) -> str:
+    """A run's display name: the retriever's name, plus the swept values that tell it apart from its siblings.
+
+    ``BM25`` when only the retriever varies; ``BM25 k1=0.9 b=0.4`` in a parameter grid.
+    """
+    parts = []
+    for override in overrides:
+        key, _, value = override.lstrip("+~").partition("=")
+        if key in varying and key != "retriever":
+            parts.append(f"{key.removeprefix('retriever.')}={value}")
+    return " ".join([retriever_name, *parts])

@@ -1,0 +1,184 @@
+"""One job of a sweep (or a single run): load, index, rank, score, bootstrap; then write the results files.
+
+:func:`evaluate_job` does the work and returns a :class:`JobResult` holding everything later stages need
+(Collection, Run, per-question table, intervals). Nothing here talks to MLflow or Hydra: ``pipeline.cli``
+hands the result to ``pipeline.tracking`` and prints ``pipeline.report``'s table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from metrics.bootstrap import Interval, bootstrap_ci
+from metrics.errors import InputError
+from metrics.evaluate import Evaluation, evaluate
+from metrics.run import PAD, Run
+from metrics.trec import write_trec_run
+from pipeline.build import MetricPlan, check_config, load_collection, make_retriever, make_tokenizer, metric_plan, plain
+from pipeline.collection import Collection
+from pipeline.redact import redact_tree
+from retrievers import Retriever
+from retrievers.cache import CachedDocuments, TermCountCache, default_cache_dir
+
+TOP_SHOWN = 3  # top document ids kept per question in the per-question table
+
+# Names of the files every job writes into its output directory (and logs as MLflow artifacts).
+CONFIG_FILE = "config.yaml"
+PER_QUESTION_FILE = "per_question.csv"
+RUN_FILE = "run.trec"
+MEANS_FILE = "metrics.csv"
+PER_QUESTION_TABLE = "per_question.json"  # the mlflow.log_table artifact
+
+
+@dataclass
+class JobResult:
+    """Everything one job produced, before anything is logged: the seam for diagnosis, plots and reports."""
+
+    system: str
+    collection: Collection
+    retriever: Retriever
+    run: Run
+    evaluation: Evaluation
+    plan: MetricPlan
+    intervals: dict[str, Interval]  # metric name ('ndcg@5') -> mean with its bootstrap interval
+    table: pd.DataFrame  # one row per evaluated question: see per_question_table()
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def metrics(self) -> dict[str, float]:
+        """The run's MLflow metrics: each mean and its bounds, question counts and stage timings."""
+        out: dict[str, float] = {}
+        for spec in self.plan.specs:
+            interval = self.intervals[spec.name]
+            out[spec.mlflow_key] = interval.mean
+            out[f"{spec.mlflow_key}/ci_low"] = interval.low
+            out[f"{spec.mlflow_key}/ci_high"] = interval.high
+        evaluation = self.evaluation
+        out["queries/evaluated"] = len(evaluation.per_query)
+        out["queries/without_judgments"] = len(evaluation.without_judgments)
+        out["queries/missing_from_run"] = len(evaluation.missing_from_run)
+        out["queries/no_results"] = int((self.table["retrieved"] == 0).sum())
+        out["corpus/documents"] = len(self.collection.doc_ids)
+        out.update({f"time/{stage}_s": round(s, 4) for stage, s in self.seconds.items()})
+        return out
+
+    def means_frame(self) -> pd.DataFrame:
+        rows = [(name, iv.mean, iv.low, iv.high) for name, iv in self.intervals.items()]
+        return pd.DataFrame(rows, columns=["metric", "mean", "ci_low", "ci_high"]).set_index("metric")
+
+
+class _Stages:
+    """Times each stage; shows a progress bar only on a terminal and only once a job runs past 2 seconds."""
+
+    def __init__(self, names: list[str], label: str):
+        self.seconds: dict[str, float] = {}
+        self._bar = tqdm(total=len(names), desc=label, unit="stage", delay=2.0, disable=None, leave=False)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        self._bar.set_postfix_str(name, refresh=False)
+        start = time.perf_counter()
+        yield
+        self.seconds[name] = time.perf_counter() - start
+        self._bar.update()
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str) -> JobResult:
+    """Run one configured study end to end (no logging). Bad input raises :class:`InputError`."""
+    check_config(cfg)
+    plan = metric_plan(cfg.metrics)
+    tokenizer = make_tokenizer(cfg.text, launch_dir)
+    retriever = make_retriever(cfg.retriever, tokenizer, launch_dir)
+    if cfg.depth < 1:
+        raise InputError(f"depth must be at least 1, got {cfg.depth}")
+    stages = _Stages(["load", "index", "rank", "evaluate", "bootstrap"], system)
+    try:
+        with stages.stage("load"):
+            collection = load_collection(cfg.corpus, launch_dir)
+        with stages.stage("index"):
+            retriever.index(_documents(collection, cfg))
+        with stages.stage("rank"):
+            run = retriever.rank(collection.query_ids, collection.query_texts, cfg.depth)
+        with stages.stage("evaluate"):
+            evaluation = evaluate(run, collection.qrels, plan.specs, plan.settings, query_ids=collection.query_ids)
+            if evaluation.per_query.empty:
+                raise InputError(f"no question of {collection.name} has a judgment at or above relevance level "
+                                 f"{plan.settings.level}: nothing to evaluate")
+        with stages.stage("bootstrap"):
+            names = [s.name for s in plan.specs]
+            values = evaluation.per_query[names].to_numpy(dtype=np.float64)
+            found = bootstrap_ci(values, plan.resamples, plan.seed, plan.confidence, plan.method)
+            intervals = dict(zip(names, found))
+    finally:
+        stages.close()
+    table = per_question_table(collection, run, evaluation)
+    return JobResult(system, collection, retriever, run, evaluation, plan, intervals, table, stages.seconds)
+
+
+def _documents(collection: Collection, cfg: DictConfig):
+    """The corpus as retrievers see it: through the term-count cache when enabled (sweeps reuse tokens)."""
+    if not cfg.cache.enabled:
+        return collection
+    directory = Path(cfg.cache.dir).expanduser() if cfg.cache.dir else default_cache_dir()
+    return CachedDocuments(collection.doc_ids, collection.doc_texts, collection.corpus_digest,
+                           TermCountCache(directory))
+
+
+def per_question_table(collection: Collection, run: Run, evaluation: Evaluation) -> pd.DataFrame:
+    """One row per evaluated question: id, text, every metric, rank of the first relevant document (empty
+    when none was retrieved), how many documents were retrieved and the top document ids."""
+    per_query = evaluation.per_query
+    ids = per_query.index.tolist()
+    texts = dict(zip(collection.query_ids, collection.query_texts))
+    rows = pd.Index(run.query_ids).get_indexer(ids) if len(run.query_ids) else np.full(len(ids), -1)
+    shown = run.docs[:, :TOP_SHOWN] if len(run.query_ids) else np.zeros((0, 0), dtype=np.int64)
+    tops, lengths = [], []
+    for row in rows:
+        if row < 0:
+            tops.append("")
+            lengths.append(0)
+            continue
+        docs = shown[row]
+        tops.append(" ".join(str(run.doc_ids[d]) for d in docs[docs != PAD]))
+        lengths.append(int(run.lengths[row]))
+    first = evaluation.first_relevant_rank.reindex(ids).to_numpy()
+    table = pd.DataFrame({"query_id": ids, "question": [texts.get(q, "") for q in ids]})
+    for column in per_query.columns:
+        table[column] = per_query[column].to_numpy()
+    table["first_relevant_rank"] = pd.Series(first, dtype="Int64").where(lambda r: r > 0).to_numpy()  # 0: none
+    table["retrieved"] = lengths
+    table[f"top_{TOP_SHOWN}"] = tops
+    return table
+
+
+def write_results(result: JobResult, cfg: DictConfig, out_dir: Path) -> list[Path]:
+    """The job's files: resolved config (secrets masked), per-question CSV, TREC run, metric means."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    config = out_dir / CONFIG_FILE
+    config.write_text(config_yaml(cfg), encoding="utf-8")
+    per_question = out_dir / PER_QUESTION_FILE
+    result.table.to_csv(per_question, index=False)
+    run = write_trec_run(result.run, out_dir / RUN_FILE, tag=_tag(result.system))
+    means = out_dir / MEANS_FILE
+    result.means_frame().to_csv(means)
+    return [config, per_question, run, means]
+
+
+def config_yaml(cfg: DictConfig) -> str:
+    return OmegaConf.to_yaml(OmegaConf.create(redact_tree(plain(cfg))))
+
+
+def _tag(system: str) -> str:
+    """A TREC run tag is one whitespace-free token."""
+    return "_".join(system.split()) or "rankscope"

@@ -1,0 +1,76 @@
+"""Keep secrets out of everything rankscope logs: params, tags, artifacts, messages.
+
+A tracking URI such as ``https://alice:s3cret@mlflow.example`` or a config value carrying a token would
+otherwise be copied verbatim into MLflow, where anyone who can read the experiment can read it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+MASK = "***"
+
+# scheme://user:password@host -> scheme://user:***@host ; scheme://token@host -> scheme://***@host
+_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/?#@\s]+)@")
+# ?access_token=... &password=... &X-Amz-Signature=...
+_QUERY = re.compile(
+    r"(?P<key>[?&;][^=&;#\s]*(?:token|secret|passw(?:or)?d|pwd|api[_-]?key|signature|credential|auth)[^=&;#\s]*=)"
+    r"[^&;#\s]+",
+    re.IGNORECASE,
+)
+# key=value / key: value pairs inside free text (error messages, override lists)
+_PAIR = re.compile(
+    r"(?P<key>\b[\w.-]*(?:token|secret|passw(?:or)?d|pwd|api[_-]?key|credential)[\w.-]*\s*[=:]\s*)"
+    r"(?P<value>[^\s,;'\"\]}]+)",
+    re.IGNORECASE,
+)
+_BEARER = re.compile(r"(?P<key>\b(?:bearer|token|basic)\s+)[A-Za-z0-9._~+/=-]{12,}", re.IGNORECASE)
+# well-known token shapes: GitHub, GitLab, OpenAI-style, Slack, Hugging Face, AWS access key ids
+_SHAPES = re.compile(
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9_-]{20,}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16})\b"
+)
+# config keys whose values are secrets whatever they look like
+_SECRET_KEY = re.compile(
+    r"(?:^|[._-])(?:password|passwd|pwd|secret|token|api_?key|access_?key|secret_?key|private_?key|credentials?"
+    r"|auth)(?:$|[._-])",
+    re.IGNORECASE,
+)
+
+
+def _userinfo(match: re.Match[str]) -> str:
+    user, colon, _ = match.group("userinfo").partition(":")
+    return f"{match.group('scheme')}{user}:{MASK}@" if colon else f"{match.group('scheme')}{MASK}@"
+
+
+def redact_text(text: str) -> str:
+    """Mask credentials in URIs, secret-looking query parameters and ``key=value`` pairs, and known tokens."""
+    text = _USERINFO.sub(_userinfo, text)
+    text = _QUERY.sub(lambda m: m.group("key") + MASK, text)
+    text = _PAIR.sub(lambda m: m.group("key") + MASK, text)
+    text = _BEARER.sub(lambda m: m.group("key") + MASK, text)
+    return _SHAPES.sub(MASK, text)
+
+
+def is_secret_key(key: str) -> bool:
+    return bool(_SECRET_KEY.search(key))
+
+
+def redact_value(key: str, value: Any) -> Any:
+    """A value as it may be logged under ``key``: masked entirely for secret keys, else text-redacted."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if is_secret_key(key) and str(value) != "":
+        return MASK
+    return redact_text(str(value))
+
+
+def redact_tree(tree: Any, path: str = "") -> Any:
+    """Redact a nested structure of dicts and lists (a resolved config) leaf by leaf."""
+    if isinstance(tree, Mapping):
+        return {k: redact_tree(v, f"{path}.{k}" if path else str(k)) for k, v in tree.items()}
+    if isinstance(tree, list | tuple):
+        return [redact_tree(v, path) for v in tree]
+    return redact_value(path, tree)

@@ -1,0 +1,84 @@
+"""Plain-text tables for the terminal (and the same text as an artifact): readable in a non-TTY log."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from pipeline.job import JobResult
+from pipeline.summary import SweepSummary
+
+MAX_RANK_ROWS = 30  # beyond this many questions, the rank table shows only those some system misses
+
+
+def job_report(result: JobResult) -> str:
+    """Each metric's mean with its bootstrap interval, under a line saying what was measured."""
+    c, e = result.collection, result.evaluation
+    level = int(result.plan.settings.level)
+    head = (f"{result.system} on {c.name} ({c.split}): {len(e.per_query)} questions evaluated, "
+            f"{len(e.without_judgments)} without a judgment >= {level}, {len(c.doc_ids)} documents")
+    confidence = f"{result.plan.confidence:.0%}"
+    rows = [(name, f"{iv.mean:.3f}", f"[{iv.low:.3f}, {iv.high:.3f}]") for name, iv in result.intervals.items()]
+    table = _format([("metric", "mean", f"{confidence} interval"), *rows], align="lrl")
+    return f"{head}\n{table}"
+
+
+def sweep_report(summary: SweepSummary, title: str) -> str:
+    """The systems table, the rank-of-first-relevant table and paired differences against the best system."""
+    parts = [f"== {title}: {len(summary.finished)} of {len(summary.systems)} jobs finished"]
+    if not summary.means.empty:
+        parts.append(systems_table(summary))
+        parts.append(first_rank_table(summary))
+        if not summary.differences.empty:
+            parts.append(differences_table(summary))
+    for system in summary.failed:
+        parts.append(f"FAILED job {system.job} ({system.name}): {system.error or system.status}")
+    return "\n\n".join(parts)
+
+
+def systems_table(summary: SweepSummary) -> str:
+    names = [spec.name for spec in summary.show]
+    rows = [("system", *names)]
+    for system, row in summary.means.iterrows():
+        rows.append((str(system), *(_num(row[n]) for n in names)))
+    return "Mean over questions\n" + _format(rows, align="l" + "r" * len(names))
+
+
+def first_rank_table(summary: SweepSummary) -> str:
+    ranks = summary.first_rank
+    note = ""
+    if len(ranks) > MAX_RANK_ROWS:
+        missed = ranks[(ranks.isna() | (ranks > 3)).any(axis=1)]
+        note = f"\n({len(ranks) - len(missed)} questions found in the top 3 by every system not shown)"
+        if len(missed) > MAX_RANK_ROWS:
+            note += f"\n(... and {len(missed) - MAX_RANK_ROWS} more; see first_relevant_rank.csv)"
+        ranks = missed.head(MAX_RANK_ROWS)
+    rows = [("question", *ranks.columns)]
+    for qid, row in ranks.iterrows():
+        rows.append((str(qid), *("--" if pd.isna(v) else str(int(v)) for v in row)))
+    return ("Rank of the first relevant document (-- = not retrieved)\n"
+            + _format(rows, align="l" + "r" * len(ranks.columns)) + note)
+
+
+def differences_table(summary: SweepSummary) -> str:
+    level = f"{summary.confidence:.0%}"
+    rows = [("system", "metric", "difference", f"{level} interval", "")]
+    for (system, metric), row in summary.differences.iterrows():
+        mark = "*" if row.ci_low > 0 or row.ci_high < 0 else ""
+        rows.append((str(system), str(metric), f"{row.difference:+.3f}", f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]",
+                     mark))
+    head = (f"Paired differences against the best system, {summary.best} (by {summary.primary.name}): system minus "
+            f"{summary.best}, bootstrap over questions; * = the interval excludes zero")
+    return head + "\n" + _format(rows, align="llrll")
+
+
+def _num(value: float) -> str:
+    return "--" if pd.isna(value) else f"{value:.3f}"
+
+
+def _format(rows: list[tuple[str, ...]], align: str) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [cell.rjust(w) if a == "r" else cell.ljust(w) for cell, w, a in zip(row, widths, align)]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)

@@ -1,0 +1,107 @@
+"""Run one job with tracking: open its MLflow run, evaluate, write and log the results, print its table.
+
+A job that fails on bad input (a missing corpus folder, an unknown key added with ``+``, a value out of range)
+ends its run FAILED with the reason as a tag and prints that reason on one line; in a sweep the other jobs go
+on. Any other exception also ends the run FAILED, then propagates (it is a bug, and deserves its traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from omegaconf import DictConfig
+
+from metrics.errors import InputError
+from pipeline.build import plain
+from pipeline.context import JobContext, SweepHandle, system_name
+from pipeline.job import PER_QUESTION_TABLE, JobResult, evaluate_job, write_results
+from pipeline.redact import redact_text
+from pipeline.report import job_report
+from pipeline.summary import TAG_JOB
+from pipeline.tracking import (
+    TAG_CORPUS_DIGEST,
+    TAG_KIND,
+    TAG_OVERRIDES,
+    TAG_SYSTEM,
+    Tracker,
+    flatten,
+    open_experiment,
+    tracking_uri,
+)
+
+PROG = "rankscope"
+OUTPUT_DIR_TAG = "rankscope.output_dir"
+
+
+class JobFailed(Exception):
+    """A job ended on bad input; already reported and logged."""
+
+
+def run_job(cfg: DictConfig, ctx: JobContext) -> str:
+    """Run and log one job; returns its MLflow run id. Raises :class:`JobFailed` (single runs) on bad input."""
+    try:
+        uri = tracking_uri(cfg.tracking.uri, ctx.launch_dir)
+    except InputError as exc:
+        _say_failed(ctx, str(exc))
+        raise JobFailed(str(exc)) from None
+    handle = SweepHandle.read(ctx.sweep_dir) if ctx.sweep_dir is not None else None
+    system = system_name(str(cfg.retriever.get("name", "retriever")), ctx.overrides, handle.varying if handle else [])
+    tags = {TAG_SYSTEM: system, TAG_OVERRIDES: " ".join(ctx.overrides), OUTPUT_DIR_TAG: str(ctx.output_dir),
+            TAG_KIND: "job" if handle else "run", TAG_JOB: str(ctx.job_num)}
+    if handle is not None:
+        from mlflow import MlflowClient
+
+        client, experiment_id = MlflowClient(tracking_uri=uri), handle.experiment_id
+    else:
+        client, experiment_id = open_experiment(uri, cfg.tracking.experiment)
+    tracker = Tracker.start(client, experiment_id, system, tags, handle.parent_run_id if handle else None)
+    tracker.log_params(job_params(cfg, ctx))
+    try:
+        result = evaluate_job(cfg, ctx.launch_dir, system)
+        files = write_results(result, cfg, ctx.output_dir)
+        # Plug-in point: `result` holds the Collection, the Run and the per-question table; later stages
+        # (failure diagnosis, plots, HTML report) add their files to `files` here, before anything is logged.
+        log_result(tracker, result, files)
+    except InputError as exc:
+        tracker.finish(error=str(exc))
+        _say_failed(ctx, str(exc))
+        if handle is None:
+            raise JobFailed(str(exc)) from None
+        return tracker.run_id
+    except BaseException as exc:
+        tracker.finish(error=f"{type(exc).__name__}: {exc}")
+        raise
+    tracker.finish()
+    print(job_report(result) + "\n", flush=True)
+    return tracker.run_id
+
+
+def job_params(cfg: DictConfig, ctx: JobContext) -> dict[str, Any]:
+    """The flattened resolved config (``retriever.k1``, ``corpus.name``...) plus the chosen config options."""
+    params = flatten(plain(cfg))
+    for group, choice in ctx.choices.items():
+        if "/" not in group and "@" not in group and choice is not None:
+            params.setdefault(group, choice)
+    return params
+
+
+def log_result(tracker: Tracker, result: JobResult, files: list) -> None:
+    c = result.collection
+    tracker.log_metrics(result.metrics(), tags={TAG_CORPUS_DIGEST: c.digest, "rankscope.corpus": c.name})
+    docs = _documents_frame(c)
+    tracker.log_dataset(docs, name=f"{c.name}/{c.split}", digest=c.digest, source=c.source or c.name,
+                        context="evaluation")
+    tracker.log_table(result.table, PER_QUESTION_TABLE)
+    tracker.log_files(files)
+
+
+def _documents_frame(collection):
+    import pandas as pd
+
+    return pd.DataFrame({"doc_id": collection.doc_ids, "text": collection.doc_texts})
+
+
+def _say_failed(ctx: JobContext, reason: str) -> None:
+    where = f"job {ctx.job_num} ({' '.join(ctx.overrides)})" if ctx.sweep_dir is not None else "error"
+    print(f"{PROG}: {where}: {redact_text(reason)}".replace("\n", " "), file=sys.stderr, flush=True)

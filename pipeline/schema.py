@@ -1,0 +1,192 @@
+"""Typed schemas of the Hydra configuration, registered in Hydra's ConfigStore.
+
+Every YAML file under ``conf/`` is merged into one of these dataclasses, so a misspelt key or a value of the
+wrong type stops the command before any job starts, with Hydra's own one-line message. Each retriever and
+corpus option has its own schema (``conf/retriever/bm25.yaml`` extends ``BM25Config``); the job dispatches on
+the schema's type, not on a free-text field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+# -- corpus ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class HelpdeskCorpus:
+    """SPEC.md's 28-document help-desk corpus, embedded in the package (no path needed)."""
+
+    name: str = "helpdesk"
+    split: str = "test"
+
+
+@dataclass
+class BeirCorpus:
+    """A BEIR-layout folder; a relative ``path`` is read from the directory the command was started in."""
+
+    path: str = MISSING
+    split: str = "test"
+    name: str | None = None  # default: the folder's name
+    strict: bool = False  # judgments naming unknown documents or questions: drop and report, or stop
+
+
+# -- retrievers -----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class BM25Config:
+    """retrievers/bm25.py: Lucene-flavoured BM25."""
+
+    name: str = "BM25"
+    k1: float = 1.2
+    b: float = 0.75
+
+
+class SVDAlgorithm(Enum):
+    arpack = "arpack"
+    randomized = "randomized"
+
+
+@dataclass
+class LSAConfig:
+    """retrievers/lsa.py: TF-IDF reduced by truncated SVD, scored by cosine."""
+
+    name: str = "LSA"
+    dims: int = 6
+    algorithm: SVDAlgorithm = SVDAlgorithm.arpack
+    seed: int = 0
+
+
+@dataclass
+class WeightedConfig:
+    """retrievers/weighted.py: ``alpha * first + (1 - alpha) * second`` of min-max normalised scores.
+
+    ``components`` are retriever configs composed from ``conf/retriever/`` (scoring retrievers only); with
+    more than two, give ``weights``.
+    """
+
+    name: str = "weighted"
+    alpha: float = 0.5
+    weights: list[float] | None = None
+    depth: int = 10
+    components: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RRFConfig:
+    """retrievers/rrf.py: Reciprocal Rank Fusion of the components' top-``depth`` lists."""
+
+    name: str = "RRF"
+    k: float = 60.0
+    depth: int = 10
+    components: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunFileConfig:
+    """retrievers/run_file.py: a production system's rankings read from a TREC run file."""
+
+    path: str = MISSING
+    name: str = "run_file"
+
+
+# -- metrics, text, cache, tracking -----------------------------------------------------------------------------
+
+
+class Gain(Enum):
+    linear = "linear"
+    exponential = "exponential"
+
+
+class Missing(Enum):
+    zero = "zero"  # a judged question absent from the run scores 0 (trec_eval -c)
+    skip = "skip"  # ... or is left out of the means (trec_eval without -c)
+
+
+class BootstrapMethod(Enum):
+    percentile = "percentile"
+    bca = "bca"
+
+
+@dataclass
+class BootstrapConfig:
+    resamples: int = 5000
+    seed: int = 0
+    confidence: float = 0.95
+    method: BootstrapMethod = BootstrapMethod.percentile
+
+
+@dataclass
+class MetricsConfig:
+    """Each measure at each cutoff ``k`` (cutoff-free measures once), plus the ``show`` columns.
+
+    ``show`` are the columns of the end-of-sweep tables (always computed); ``primary`` picks the best system.
+    """
+
+    k: list[int] = field(default_factory=lambda: [3, 5, 10])
+    measures: list[str] = field(default_factory=lambda: ["hit_rate", "recall", "mrr", "ndcg"])
+    show: list[str] = field(default_factory=lambda: ["hit_rate@3", "recall@5", "mrr", "ndcg@5"])
+    primary: str = "ndcg@5"
+    level: int = 1
+    gain: Gain = Gain.linear
+    missing: Missing = Missing.zero
+    bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
+
+
+@dataclass
+class TextConfig:
+    """retrievers/text.py: how documents and questions become terms (shared by every lexical retriever)."""
+
+    pattern: str = "[a-z0-9]+"
+    lowercase: bool = True
+    stopwords: str = "default"  # 'default' (SPEC.md's list), 'none', or a path to a file of words
+
+
+@dataclass
+class CacheConfig:
+    """retrievers/cache.py: term counts reused across sweep points; ``dir`` null = the user cache folder."""
+
+    enabled: bool = True
+    dir: str | None = None
+
+
+@dataclass
+class TrackingConfig:
+    """Where runs go. ``uri`` null: $MLFLOW_TRACKING_URI, else sqlite:///<launch dir>/mlflow.db."""
+
+    uri: str | None = None
+    experiment: str = "rankscope"
+
+
+@dataclass
+class Config:
+    corpus: Any = MISSING
+    retriever: Any = MISSING
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    text: TextConfig = field(default_factory=TextConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    depth: int = 100  # ranking depth: how many documents each question's ranking keeps
+    study: str | None = None  # a sweep's name (experiment files set it); names the parent MLflow run
+
+
+RETRIEVER_SCHEMAS: dict[str, type] = {
+    "bm25": BM25Config, "lsa": LSAConfig, "weighted": WeightedConfig, "rrf": RRFConfig, "run_file": RunFileConfig,
+}
+CORPUS_SCHEMAS: dict[str, type] = {"helpdesk": HelpdeskCorpus, "beir": BeirCorpus}
+
+
+def register() -> None:
+    """Store the schemas: ``rankscope`` (the primary schema) and ``schema/<group>/<name>`` for group files."""
+    cs = ConfigStore.instance()
+    cs.store(name="rankscope_schema", node=Config)
+    for name, node in RETRIEVER_SCHEMAS.items():
+        cs.store(group="schema/retriever", name=name, node=node)
+    for name, node in CORPUS_SCHEMAS.items():
+        cs.store(group="schema/corpus", name=name, node=node)

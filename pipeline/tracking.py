@@ -1,0 +1,204 @@
+"""MLflow edge: where runs go, how they are created, nested, logged (batched) and closed.
+
+Everything written to MLflow passes through :mod:`pipeline.redact` first. Runs are created with
+``MlflowClient`` rather than the fluent API, so a sweep's parent run can be opened in the Hydra driver and its
+children in joblib worker processes, linked by the ``mlflow.parentRunId`` tag.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import subprocess
+import time
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from metrics.errors import InputError
+from pipeline.redact import redact_text, redact_value
+
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # its bars would flood non-TTY logs
+for _name in ("alembic", "mlflow"):  # store creation and migrations are chatty at INFO
+    logging.getLogger(_name).setLevel(logging.WARNING)
+
+from mlflow import MlflowClient  # noqa: E402  (after quieting its loggers)
+from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunStatus, RunTag  # noqa: E402
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_SOURCE_NAME, MLFLOW_SOURCE_TYPE  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+DB_NAME = "mlflow.db"
+ARTIFACT_DIR = "mlartifacts"
+PARAM_LIMIT = 6000  # MLflow's longest param value
+
+TAG_KIND = "rankscope.kind"  # 'sweep', 'job' or 'run'
+TAG_SYSTEM = "rankscope.system"
+TAG_ERROR = "rankscope.error"
+TAG_SWEEP_DIR = "rankscope.sweep_dir"
+TAG_OVERRIDES = "rankscope.overrides"
+TAG_CORPUS_DIGEST = "rankscope.corpus_digest"
+TAG_VERSION = "rankscope.version"
+TAG_GIT_COMMIT = "mlflow.source.git.commit"
+
+
+def tracking_uri(configured: str | None, launch_dir: Path) -> str:
+    """``tracking.uri`` if set, else $MLFLOW_TRACKING_URI, else a SQLite file in the launch directory.
+
+    The deprecated ``file:`` store (or a bare path) is refused: it is slow and MLflow is removing it.
+    """
+    uri = configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{launch_dir.resolve() / DB_NAME}"
+    if uri.startswith("file:") or ("://" not in uri and not uri.startswith("databricks")):
+        raise InputError(f"tracking URI {redact_text(uri)!r}: use sqlite:///ABSOLUTE/PATH/mlflow.db or an "
+                         f"http(s):// server (the file: store is deprecated)")
+    return uri
+
+
+def artifact_location(uri: str) -> str | None:
+    """For a SQLite store, artifacts go beside the database file (not into whatever the cwd is)."""
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        return (db.parent / ARTIFACT_DIR).as_uri()
+    return None
+
+
+def open_experiment(uri: str, name: str) -> tuple[MlflowClient, str]:
+    """Connect (creating the SQLite store and the experiment when new) and return the experiment id.
+
+    Call it once, in one process, before parallel jobs start: concurrent first creation corrupts SQLite.
+    """
+    if uri.startswith("sqlite:///"):
+        Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name(name)
+    if experiment is not None:
+        if experiment.lifecycle_stage == "deleted":
+            client.restore_experiment(experiment.experiment_id)
+        return client, experiment.experiment_id
+    try:
+        return client, client.create_experiment(name, artifact_location=artifact_location(uri))
+    except Exception:  # created meanwhile by another process
+        experiment = client.get_experiment_by_name(name)
+        if experiment is None:
+            raise
+        return client, experiment.experiment_id
+
+
+@functools.lru_cache(maxsize=1)
+def provenance_tags() -> dict[str, str]:
+    """rankscope's version and, in a git checkout, the commit the code came from."""
+    tags = {TAG_VERSION: _version(), MLFLOW_SOURCE_NAME: "python -m pipeline", MLFLOW_SOURCE_TYPE: "LOCAL"}
+    commit = _git_commit()
+    if commit:
+        tags[TAG_GIT_COMMIT] = commit
+    return tags
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("rankscope")
+    except Exception:  # running from a checkout that is not installed
+        try:
+            import tomllib
+
+            return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+        except Exception:
+            return "dev"
+
+
+def _git_commit() -> str | None:
+    if not (REPO / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and len(commit) == 40 else None
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """``{'retriever': {'k1': 1.2}}`` -> ``{'retriever.k1': 1.2}``; lists stay whole (``[3, 5, 10]``)."""
+    if isinstance(tree, Mapping):
+        out: dict[str, Any] = {}
+        for key, value in tree.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: tree}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_text(v) for v in value) + "]"
+    return "null" if value is None else str(value)
+
+
+class Tracker:
+    """One MLflow run. Params and metrics each go in one batch; every value is redacted on the way out."""
+
+    def __init__(self, client: MlflowClient, run_id: str):
+        self.client = client
+        self.run_id = run_id
+
+    @classmethod
+    def start(cls, client: MlflowClient, experiment_id: str, name: str, tags: Mapping[str, str],
+              parent_id: str | None = None) -> Tracker:
+        all_tags = {**provenance_tags(), **tags}
+        if parent_id:
+            all_tags[MLFLOW_PARENT_RUN_ID] = parent_id
+        safe = {k: redact_value(k, str(v)) for k, v in all_tags.items()}
+        run = client.create_run(experiment_id, tags=safe, run_name=redact_text(name))
+        return cls(client, run.info.run_id)
+
+    def log_params(self, params: Mapping[str, Any]) -> None:
+        batch = [Param(k, redact_value(k, _text(v))[:PARAM_LIMIT]) for k, v in params.items()]
+        self.client.log_batch(self.run_id, params=batch)
+
+    def log_metrics(self, metrics: Mapping[str, float], tags: Mapping[str, str] | None = None) -> None:
+        """All metrics (and any tags known only now) in one call."""
+        now = int(time.time() * 1000)
+        batch = [Metric(k, float(v), now, 0) for k, v in metrics.items() if v == v]  # NaN: nothing to log
+        extra = [RunTag(k, redact_value(k, str(v))) for k, v in (tags or {}).items()]
+        self.client.log_batch(self.run_id, metrics=batch, tags=extra)
+
+    def log_dataset(self, frame: pd.DataFrame, name: str, digest: str, source: str, context: str) -> None:
+        """The data the run was measured on, as an MLflow dataset input (name, digest, source)."""
+        import mlflow.data
+
+        with warnings.catch_warnings():  # a local path matches MLflow's two local source types alike
+            warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted")
+            dataset = mlflow.data.from_pandas(frame, source=redact_text(source), name=name, digest=digest)
+        entity = DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)])
+        self.client.log_inputs(self.run_id, datasets=[entity])
+
+    def log_table(self, frame: pd.DataFrame, artifact_file: str) -> None:
+        safe = frame.copy()
+        for column in safe.columns:
+            if safe[column].dtype == object:
+                safe[column] = [redact_text(v) if isinstance(v, str) else v for v in safe[column]]
+        self.client.log_table(self.run_id, data=safe, artifact_file=artifact_file)
+
+    def log_files(self, paths: Iterable[Path]) -> None:
+        """Files already written with secrets masked (see ``pipeline.job.write_results``)."""
+        for path in paths:
+            self.client.log_artifact(self.run_id, str(path))
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        self.client.log_text(self.run_id, redact_text(text), artifact_file)
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        for key, value in tags.items():
+            self.client.set_tag(self.run_id, key, redact_value(key, str(value)))
+
+    def finish(self, error: str | None = None) -> None:
+        """End the run FINISHED, or FAILED with the reason as a tag: never leave it RUNNING."""
+        if error is not None:
+            self.client.set_tag(self.run_id, TAG_ERROR, redact_text(error)[:5000])
+        status = RunStatus.to_string(RunStatus.FAILED if error is not None else RunStatus.FINISHED)
+        self.client.set_terminated(self.run_id, status=status)

@@ -1,0 +1,25 @@
+"""Run ``python -m pipeline`` for real, as a user would, with everything it writes kept in one folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def cli_env(folder: Path) -> dict[str, str]:
+    """The user's environment minus any MLflow settings, with the checkout importable and caches in ``folder``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_") and k != "HYDRA_FULL_ERROR"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env["RANKSCOPE_CACHE_DIR"] = str(folder / "cache")
+    return env
+
+
+def run_pipeline(folder: Path, *args: str, env: dict[str, str] | None = None,
+                 timeout: float = 600) -> subprocess.CompletedProcess:
+    """``python -m pipeline ARGS`` launched from ``folder``: the default store is ``<folder>/mlflow.db``."""
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=folder, env={**cli_env(folder), **(env or {})},
+                          capture_output=True, text=True, timeout=timeout)

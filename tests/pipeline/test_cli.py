@@ -1,0 +1,91 @@
+"""The command line users type, run for real against a SQLite store in a temporary folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from tests.pipeline.helpers import run_pipeline
+
+# SPEC.md, "Expected results": hit@3, recall@5, MRR (2 decimals), nDCG@5 (3 decimals)
+EXPECTED = {
+    "BM25": (0.86, 0.67, 0.82, 0.691),
+    "LSA": (0.86, 0.68, 0.83, 0.679),
+    "weighted": (0.86, 0.74, 0.86, 0.734),
+    "RRF": (0.86, 0.74, 0.86, 0.737),
+}
+# SPEC.md, "Rank of the first relevant document" (None = not retrieved); every other question ranks 1
+NOT_FIRST = {
+    "BM25": {"q02": None, "q10": None, "q12": 2},
+    "LSA": {"q01": 2, "q02": None, "q10": 13},
+    "weighted": {"q02": None, "q10": None},
+    "RRF": {"q02": None, "q10": None},
+}
+
+
+def store(tmp_path: Path) -> tuple[MlflowClient, str]:
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("rankscope")
+    assert experiment is not None, "the default experiment 'rankscope' was not created in the launch folder"
+    return client, experiment.experiment_id
+
+
+def parent_and_children(client: MlflowClient, experiment_id: str):
+    runs = client.search_runs([experiment_id])
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    assert len(parents) == 1, f"expected one parent run, found {len(parents)}"
+    parent = parents[0]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    return parent, {r.data.tags["rankscope.system"]: r for r in children}
+
+
+@pytest.fixture(scope="module")
+def four_systems(tmp_path_factory):
+    """``python -m pipeline -m retriever=bm25,lsa,weighted,rrf`` once, for every test of this module."""
+    tmp = tmp_path_factory.mktemp("sweep")
+    done = run_pipeline(tmp, "-m", "retriever=bm25,lsa,weighted,rrf")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return tmp, done
+
+
+def test_the_sweep_finds_spec_numbers_in_the_child_runs(four_systems):
+    tmp, _ = four_systems
+    client, experiment_id = store(tmp)
+    parent, children = parent_and_children(client, experiment_id)
+    assert parent.info.status == "FINISHED"
+    assert sorted(children) == sorted(EXPECTED)
+    for system, (hit, recall, mrr, ndcg) in EXPECTED.items():
+        run = children[system]
+        assert run.info.status == "FINISHED"
+        m = run.data.metrics
+        assert (round(m["hit_rate_at_3"], 2), round(m["recall_at_5"], 2), round(m["mrr"], 2),
+                round(m["ndcg_at_5"], 3)) == (hit, recall, mrr, ndcg), system
+        assert m["ndcg_at_5/ci_low"] < m["ndcg_at_5"] < m["ndcg_at_5/ci_high"]
+        assert m["queries/evaluated"] == 14 and m["queries/without_judgments"] == 0
+
+
+def test_the_child_runs_hold_spec_ranks_of_the_first_relevant_document(four_systems):
+    tmp, _ = four_systems
+    client, experiment_id = store(tmp)
+    _, children = parent_and_children(client, experiment_id)
+    for system, exceptions in NOT_FIRST.items():
+        local = client.download_artifacts(children[system].info.run_id, "per_question.csv", str(tmp))
+        table = pd.read_csv(local, dtype={"query_id": str}).set_index("query_id")
+        ranks = {q: (None if pd.isna(r) else int(r)) for q, r in table["first_relevant_rank"].items()}
+        assert ranks == {q: exceptions.get(q, 1) for q in ranks}, system
+        assert len(ranks) == 14
+
+
+def test_the_terminal_shows_spec_tables(four_systems):
+    _, done = four_systems
+    out = done.stdout
+    table = out[out.index("Mean over questions"):]
+    for system, (_, _, _, ndcg) in EXPECTED.items():
+        assert any(line.split()[0] == system and f"{ndcg:.3f}" in line for line in table.splitlines()), system
+    ranks = out[out.index("Rank of the first relevant document"):].splitlines()
+    assert any(line.split() == ["q10", "--", "13", "--", "--"] for line in ranks)
+    assert any(line.split() == ["q12", "2", "1", "1", "1"] for line in ranks)
+    assert "Paired differences against the best system, RRF" in out
