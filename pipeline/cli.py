@@ -6,6 +6,9 @@ reference and re-run this module's registrations (schemas, the ``rankscope.stamp
 
 from __future__ import annotations
 
+import logging
+import os
+import re
 import secrets
 import sys
 from datetime import datetime
@@ -13,12 +16,15 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.errors import HydraException
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from pipeline import schema
 from pipeline.context import JobContext
-from pipeline.runner import JobFailed, run_job
+from pipeline.redact import one_line, redact_text
+from pipeline.runner import PROG, JobFailed, run_job
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
@@ -32,9 +38,33 @@ def stamp() -> str:
     return f"{datetime.now():%Y-%m-%d/%H-%M-%S}-{secrets.token_hex(3)}"
 
 
+def _redacting_log_records() -> None:
+    """Mask secrets in every log record of this process (Hydra logs each job's overrides, URIs included)."""
+    make = logging.getLogRecordFactory()
+    if getattr(make, "rankscope", False):
+        return
+
+    def factory(*args, **kwargs) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        message = record.getMessage()
+        safe = redact_text(message)
+        if safe != message:
+            record.msg, record.args = safe, ()
+        return record
+
+    factory.rankscope = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
+
+
 schema.register()
+_redacting_log_records()
 if not OmegaConf.has_resolver("rankscope.stamp"):
     OmegaConf.register_new_resolver("rankscope.stamp", stamp, use_cache=True)
+
+
+def unescape(override: str) -> str:
+    """A job's override as the user typed it: Hydra escapes ``:``, ``=``, ``,`` ... with a backslash."""
+    return re.sub(r"\\(.)", r"\1", override)
 
 
 def task(cfg: DictConfig) -> str | None:
@@ -47,7 +77,7 @@ def task(cfg: DictConfig) -> str | None:
         output_dir=Path(hydra_cfg.runtime.output_dir),
         sweep_dir=(launch_dir / hydra_cfg.sweep.dir).resolve() if multirun else None,
         job_num=int(hydra_cfg.job.num) if multirun else 0,
-        overrides=list(hydra_cfg.overrides.task),
+        overrides=[unescape(o) for o in hydra_cfg.overrides.task],
         choices={str(k): str(v) for k, v in hydra_cfg.runtime.choices.items() if v is not None},
     )
     try:
@@ -56,4 +86,22 @@ def task(cfg: DictConfig) -> str | None:
         sys.exit(1)
 
 
-main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(task)
+_hydra_main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(task)
+
+
+def main() -> None:
+    """Hydra's entry point, with its configuration errors condensed to one line and no stack trace.
+
+    HYDRA_FULL_ERROR=1 (set by the user) still shows Hydra's full report.
+    """
+    if os.environ.get("HYDRA_FULL_ERROR"):
+        _hydra_main()
+        return
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # let Hydra raise, so the error can be told in one line here
+    try:
+        _hydra_main()
+    except (HydraException, OmegaConfBaseException) as exc:
+        print(f"{PROG}: config: {one_line(exc)}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    finally:
+        os.environ.pop("HYDRA_FULL_ERROR", None)

@@ -58,5 +58,12 @@ def system_name(retriever_name: str, overrides: list[str], varying: list[str]) -
     for override in overrides:
         key, _, value = override.lstrip("+~").partition("=")
         if key in varying and key != "retriever":
-            parts.append(f"{key.removeprefix('retriever.')}={value}")
+            parts.append(f"{key.removeprefix('retriever.')}={_short(value)}")
     return " ".join([retriever_name, *parts])
+
+
+def _short(value: str) -> str:
+    """A swept path is named by its last part: ``corpus.path=.../scifact``."""
+    if "/" in value and len(value) > 24:
+        return ".../" + value.rstrip("/").rsplit("/", 1)[-1]
+    return value

@@ -107,7 +107,12 @@ def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str) -> JobResult:
         with stages.stage("load"):
             collection = load_collection(cfg.corpus, launch_dir)
         with stages.stage("index"):
-            retriever.index(_documents(collection, cfg))
+            try:
+                retriever.index(_documents(collection, cfg))
+            except ValueError as exc:  # e.g. LSA dims beyond what the corpus allows
+                if isinstance(exc, InputError):
+                    raise
+                raise InputError(f"retriever {retriever.name}: {exc}") from None
         with stages.stage("rank"):
             run = retriever.rank(collection.query_ids, collection.query_texts, cfg.depth)
         with stages.stage("evaluate"):

@@ -13,7 +13,7 @@ from typing import Any
 MASK = "***"
 
 # scheme://user:password@host -> scheme://user:***@host ; scheme://token@host -> scheme://***@host
-_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/?#@\s]+)@")
+_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*\\?://)(?P<userinfo>[^/?#@\s]+)@")  # \: as Hydra escapes
 # ?access_token=... &password=... &X-Amz-Signature=...
 _QUERY = re.compile(
     r"(?P<key>[?&;][^=&;#\s]*(?:token|secret|passw(?:or)?d|pwd|api[_-]?key|signature|credential|auth)[^=&;#\s]*=)"
@@ -23,7 +23,7 @@ _QUERY = re.compile(
 # key=value / key: value pairs inside free text (error messages, override lists)
 _PAIR = re.compile(
     r"(?P<key>\b[\w.-]*(?:token|secret|passw(?:or)?d|pwd|api[_-]?key|credential)[\w.-]*\s*[=:]\s*)"
-    r"(?P<value>[^\s,;'\"\]}]+)",
+    r"(?P<value>[^\s,;&'\"\]}]+)",
     re.IGNORECASE,
 )
 _BEARER = re.compile(r"(?P<key>\b(?:bearer|token|basic)\s+)[A-Za-z0-9._~+/=-]{12,}", re.IGNORECASE)
@@ -74,3 +74,18 @@ def redact_tree(tree: Any, path: str = "") -> Any:
     if isinstance(tree, list | tuple):
         return [redact_tree(v, path) for v in tree]
     return redact_value(path, tree)
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception (and its direct cause) as one readable line: Hydra and OmegaConf spread theirs over several."""
+    lines = [line.strip() for line in str(exc).split("Config search path:")[0].splitlines() if line.strip()]
+    cause = exc.__cause__
+    cause_lines = [line.strip() for line in str(cause).splitlines() if line.strip()] if cause else []
+    head = [lines[0].rstrip(".")] if lines else [type(exc).__name__]
+    if cause_lines and cause_lines[0] not in lines:
+        head.append(cause_lines[0])
+    rest = [line for line in lines[1:] if not line.startswith(("full_key:", "object_type="))]
+    text = ": ".join(head)
+    if rest:
+        text += " (" + " ".join(line if line.endswith(":") else line + ";" for line in rest).rstrip(";") + ")"
+    return redact_text(text)

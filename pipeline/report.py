@@ -27,7 +27,10 @@ def sweep_report(summary: SweepSummary, title: str) -> str:
     parts = [f"== {title}: {len(summary.finished)} of {len(summary.systems)} jobs finished"]
     if not summary.means.empty:
         parts.append(systems_table(summary))
-        parts.append(first_rank_table(summary))
+        if not summary.same_data:
+            parts.append("The systems were measured on different collections: no per-question comparison.")
+        if not summary.first_rank.empty:
+            parts.append(first_rank_table(summary))
         if not summary.differences.empty:
             parts.append(differences_table(summary))
     for system in summary.failed:

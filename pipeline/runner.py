@@ -27,6 +27,7 @@ from pipeline.tracking import (
     Tracker,
     flatten,
     open_experiment,
+    run_location,
     tracking_uri,
 )
 
@@ -73,7 +74,8 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> str:
         tracker.finish(error=f"{type(exc).__name__}: {exc}")
         raise
     tracker.finish()
-    print(job_report(result) + "\n", flush=True)
+    where = "" if handle else "\nMLflow: " + run_location(uri, experiment_id, tracker.run_id)
+    print(job_report(result) + where + "\n", flush=True)
     return tracker.run_id
 
 

@@ -18,7 +18,7 @@ from tqdm import tqdm
 from metrics.comparison import compare
 from metrics.spec import MetricSpec
 from pipeline.job import PER_QUESTION_FILE
-from pipeline.tracking import TAG_ERROR, TAG_SYSTEM
+from pipeline.tracking import TAG_CORPUS_DIGEST, TAG_ERROR, TAG_SYSTEM
 
 TAG_JOB = "rankscope.job"
 
@@ -33,6 +33,7 @@ class SystemRun:
     job: int
     metrics: dict[str, float]
     error: str | None = None
+    corpus_digest: str | None = None
     per_question: pd.DataFrame | None = None  # index: question id
 
     @property
@@ -53,6 +54,7 @@ class SweepSummary:
     means: pd.DataFrame = field(default_factory=pd.DataFrame)  # system x (metric, metric/ci_low, metric/ci_high)
     first_rank: pd.DataFrame = field(default_factory=pd.DataFrame)  # question x system, <NA> = not retrieved
     differences: pd.DataFrame = field(default_factory=pd.DataFrame)  # (system, metric) x difference, bounds, p
+    same_data: bool = True  # False: systems were measured on different collections, so not compared per question
 
     @property
     def finished(self) -> list[SystemRun]:
@@ -78,7 +80,7 @@ def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> 
         tags = run.data.tags
         job = int(tags[TAG_JOB]) if tags.get(TAG_JOB, "").isdigit() else len(systems)
         systems.append(SystemRun(run.info.run_id, tags.get(TAG_SYSTEM, run.info.run_name), run.info.status, job,
-                                 dict(run.data.metrics), tags.get(TAG_ERROR)))
+                                 dict(run.data.metrics), tags.get(TAG_ERROR), tags.get(TAG_CORPUS_DIGEST)))
     systems.sort(key=lambda s: s.job)
     _unique_names(systems)
     done = [s for s in systems if s.status == "FINISHED"]
@@ -116,12 +118,15 @@ def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpe
         for suffix in ("", "/ci_low", "/ci_high"):
             columns[spec.name + suffix] = [s.metrics.get(spec.mlflow_key + suffix, float("nan")) for s in done]
     summary.means = pd.DataFrame(columns, index=pd.Index([s.name for s in done], name="system"))
-    summary.first_rank = pd.DataFrame(
-        {s.name: s.per_question["first_relevant_rank"].astype("Int64") for s in done}
-    ).rename_axis("query_id")
     key = primary.mlflow_key
     best = max(done, key=lambda s: (s.metrics.get(key, float("-inf")), -s.job))
     summary.best = best.name
+    summary.same_data = len({s.corpus_digest for s in done}) == 1
+    if not summary.same_data:
+        return summary
+    summary.first_rank = pd.DataFrame(
+        {s.name: s.per_question["first_relevant_rank"].astype("Int64") for s in done}
+    ).rename_axis("query_id")
     names = [spec.name for spec in show if all(spec.name in s.per_question.columns for s in done)]
     frames = []
     for system in done:

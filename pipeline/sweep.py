@@ -14,24 +14,63 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
+from omegaconf.errors import OmegaConfBaseException
 
 from metrics.errors import InputError
-from pipeline.build import metric_plan
+from pipeline.build import check_config, metric_plan
 from pipeline.context import SweepHandle
-from pipeline.redact import redact_text
+from pipeline.redact import one_line, redact_text
 from pipeline.report import sweep_report
 from pipeline.runner import PROG
 from pipeline.summary import SweepSummary, child_runs, summarize
-from pipeline.tracking import TAG_KIND, TAG_OVERRIDES, TAG_SWEEP_DIR, Tracker, open_experiment, tracking_uri
+from pipeline.tracking import (
+    TAG_KIND,
+    TAG_OVERRIDES,
+    TAG_SWEEP_DIR,
+    Tracker,
+    open_experiment,
+    run_location,
+    tracking_uri,
+)
 
 SUMMARY_TEXT = "summary.txt"
 SYSTEMS_FILE = "systems.csv"
 RANKS_FILE = "first_relevant_rank.csv"
 DIFFERENCES_FILE = "differences.csv"
 SUMMARY_TABLE = "sweep_summary.json"
+
+
+def job_override_lists(config: DictConfig, overrides: list[str]) -> list[list[str]] | None:
+    """Each job's overrides, as Hydra's basic sweeper will launch them (None for other sweepers)."""
+    if not str(config.hydra.sweeper.get("_target_", "")).endswith("BasicSweeper"):
+        return None
+    loader = GlobalHydra.instance().config_loader()
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(overrides)
+    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def validate_jobs(config: DictConfig, jobs: list[list[str]]) -> None:
+    """Compose and check every job's config before anything starts: a bad key or value in the 7th sweep point
+    stops the command now, not after six jobs ran. Data problems (a missing folder) are found by the job."""
+    loader = GlobalHydra.instance().config_loader()
+    for number, job in enumerate(jobs):
+        where = f"job {number} ({' '.join(job)})"
+        try:
+            job_cfg = loader.load_sweep_config(config, list(job))
+            with open_dict(job_cfg):
+                del job_cfg["hydra"]
+            check_config(job_cfg)
+            metric_plan(job_cfg.metrics)
+        except InputError as exc:
+            _exit(f"{where}: {exc}")
+        except (HydraException, OmegaConfBaseException) as exc:
+            _exit(f"{where}: {one_line(exc)}")
 
 
 def sweep_overrides(overrides: list[str], sweeper_params: dict[str, Any] | None) -> tuple[list[str], list[str]]:
@@ -53,6 +92,9 @@ class MlflowSweep(Callback):
         launch_dir = Path(config.hydra.runtime.cwd)
         sweep_dir = (launch_dir / str(config.hydra.sweep.dir)).resolve()
         overrides, varying = sweep_overrides(list(config.hydra.overrides.task), config.hydra.sweeper.get("params"))
+        jobs = job_override_lists(config, overrides)
+        if jobs is not None:
+            validate_jobs(config, jobs)
         try:
             uri = tracking_uri(config.tracking.uri, launch_dir)
             client, experiment_id = open_experiment(uri, config.tracking.experiment)
@@ -68,6 +110,7 @@ class MlflowSweep(Callback):
         self.handle = SweepHandle(experiment_id, self.parent.run_id, varying)
         self.handle.write(sweep_dir)
         self.sweep_dir = sweep_dir
+        self.uri = uri
         self.title = f"Sweep {name}"
         atexit.register(self._abandoned)
 
@@ -79,7 +122,8 @@ class MlflowSweep(Callback):
         summary = summarize(systems, self.parent.run_id, plan.show, plan.primary, plan.confidence, plan.resamples,
                             plan.seed)
         text = sweep_report(summary, self.title)
-        print("\n" + text, flush=True)
+        where = run_location(self.uri, self.handle.experiment_id, self.parent.run_id)
+        print(f"\n{text}\n\nMLflow: parent {where}", flush=True)
         # Plug-in point: plots and the HTML report build from `summary` (and the children's artifacts) here.
         files = write_summary(summary, text, self.sweep_dir)
         self._close_children(summary)

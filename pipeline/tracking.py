@@ -23,6 +23,7 @@ from metrics.errors import InputError
 from pipeline.redact import redact_text, redact_value
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # its bars would flood non-TTY logs
+os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # it prints URIs with credentials
 for _name in ("alembic", "mlflow"):  # store creation and migrations are chatty at INFO
     logging.getLogger(_name).setLevel(logging.WARNING)
 
@@ -85,6 +86,13 @@ def open_experiment(uri: str, name: str) -> tuple[MlflowClient, str]:
         if experiment is None:
             raise
         return client, experiment.experiment_id
+
+
+def run_location(uri: str, experiment_id: str, run_id: str) -> str:
+    """Where to look at a run: its UI page on a server, else the command that opens the UI on the store."""
+    if uri.startswith(("http://", "https://")):
+        return redact_text(f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}")
+    return redact_text(f"run {run_id} in {uri} (open the UI: mlflow ui --backend-store-uri {uri})")
 
 
 @functools.lru_cache(maxsize=1)

@@ -89,3 +89,25 @@ def test_the_terminal_shows_spec_tables(four_systems):
     assert any(line.split() == ["q10", "--", "13", "--", "--"] for line in ranks)
     assert any(line.split() == ["q12", "2", "1", "1", "1"] for line in ranks)
     assert "Paired differences against the best system, RRF" in out
+
+
+def test_a_single_run_is_a_plain_run_with_its_files_table_and_dataset(launch_dir):
+    tmp_path = launch_dir
+    done = run_pipeline(tmp_path, "retriever=lsa", "retriever.dims=10")
+    assert done.returncode == 0, done.stderr[-3000:]
+    client, experiment_id = store(tmp_path)
+    (run,) = client.search_runs([experiment_id])
+    assert run.info.status == "FINISHED" and "mlflow.parentRunId" not in run.data.tags
+    assert run.data.params["retriever.dims"] == "10" and run.data.params["retriever"] == "lsa"
+    assert run.data.params["corpus.name"] == "helpdesk" and run.data.params["metrics.k"] == "[3, 5, 10]"
+    (dataset,) = run.inputs.dataset_inputs
+    assert dataset.dataset.name == "helpdesk/test"
+    assert dataset.dataset.digest == run.data.tags["rankscope.corpus_digest"]
+    assert run.data.tags["rankscope.version"]
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert artifacts == {"config.yaml", "per_question.csv", "per_question.json", "run.trec", "metrics.csv"}
+    output = Path(run.data.tags["rankscope.output_dir"])
+    assert output.is_relative_to(tmp_path / "outputs")
+    assert {"config.yaml", "per_question.csv", "run.trec", "metrics.csv"} <= {p.name for p in output.iterdir()}
+    assert "dims: 10" in (output / "config.yaml").read_text()
+    assert "ndcg@5" in done.stdout and "mlflow ui --backend-store-uri" in done.stdout

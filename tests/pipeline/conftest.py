@@ -1,0 +1,25 @@
+"""Fixtures of the pipeline tests."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def empty_store(tmp_path_factory) -> Path:
+    """A freshly migrated, empty MLflow SQLite database, made once per session (migrations take seconds)."""
+    from mlflow import MlflowClient
+
+    path = tmp_path_factory.mktemp("store-template") / "mlflow.db"
+    MlflowClient(f"sqlite:///{path}").search_experiments()
+    return path
+
+
+@pytest.fixture
+def launch_dir(tmp_path: Path, empty_store: Path) -> Path:
+    """A launch folder whose default store ``mlflow.db`` already exists (a copy of the empty template)."""
+    shutil.copy(empty_store, tmp_path / "mlflow.db")
+    return tmp_path

@@ -1,0 +1,39 @@
+"""How jobs are named and find their sweep, and why output folders never collide."""
+
+from __future__ import annotations
+
+import re
+
+from pipeline.cli import stamp, unescape
+from pipeline.context import SweepHandle, system_name
+
+
+def test_a_run_is_named_by_its_retriever_when_only_the_retriever_varies():
+    assert system_name("BM25", ["retriever=bm25", "experiment=helpdesk_study"], ["retriever"]) == "BM25"
+
+
+def test_a_grid_point_is_named_by_the_values_that_set_it_apart():
+    overrides = ["retriever=bm25", "retriever.k1=0.9", "retriever.b=0.4", "metrics.k=[3,5]"]
+    assert system_name("BM25", overrides, ["retriever.k1", "retriever.b"]) == "BM25 k1=0.9 b=0.4"
+
+
+def test_a_swept_path_is_named_by_its_last_part():
+    name = system_name("BM25", ["corpus.path=/data/beir/collections/scifact"], ["corpus.path"])
+    assert name == "BM25 corpus.path=.../scifact"
+
+
+def test_the_hand_off_file_round_trips(tmp_path):
+    handle = SweepHandle("7", "abc123", ["retriever", "retriever.k1"])
+    handle.write(tmp_path / "sweep")
+    assert SweepHandle.read(tmp_path / "sweep") == handle
+    assert SweepHandle.read(tmp_path / "elsewhere") is None
+
+
+def test_two_commands_started_in_the_same_second_get_different_folders():
+    first, second = stamp(), stamp()
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}/\d{2}-\d{2}-\d{2}-[0-9a-f]{6}", first)
+    assert first != second
+
+
+def test_overrides_are_shown_as_typed():
+    assert unescape(r"tracking.uri=http\://127.0.0.1\:5000") == "tracking.uri=http://127.0.0.1:5000"

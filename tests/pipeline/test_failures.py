@@ -1,0 +1,59 @@
+"""Bad input stops with a one-line reason and no traceback; a failed sweep point spares the other jobs."""
+
+from __future__ import annotations
+
+from mlflow import MlflowClient
+
+from tests.pipeline.helpers import run_pipeline
+
+
+def runs_by_status(folder):
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("rankscope")
+    return client, client.search_runs([experiment.experiment_id])
+
+
+def test_a_failed_sweep_point_leaves_the_other_runs_intact_and_fails_the_parent(launch_dir, shared_datasets):
+    tmp_path = launch_dir
+    helpdesk = shared_datasets / "helpdesk"
+    missing = tmp_path / "no-such-corpus"
+    done = run_pipeline(tmp_path, "-m", "corpus=beir", f"corpus.path={helpdesk},{missing}", "retriever=bm25")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    reasons = [line for line in done.stderr.splitlines() if str(missing) in line]
+    assert reasons and all("corpus folder does not exist" in line for line in reasons)
+    _, runs = runs_by_status(tmp_path)
+    parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
+    children = {r.data.params["corpus.path"]: r for r in runs if r is not parent}
+    assert parent.info.status == "FAILED" and "1 of 2 jobs failed" in parent.data.tags["rankscope.error"]
+    assert children[str(helpdesk)].info.status == "FINISHED"
+    assert round(children[str(helpdesk)].data.metrics["ndcg_at_5"], 3) == 0.691
+    failed = children[str(missing)]
+    assert failed.info.status == "FAILED" and "corpus folder does not exist" in failed.data.tags["rankscope.error"]
+    assert "FAILED job 1" in done.stdout and "Mean over questions" in done.stdout
+
+
+def test_a_single_run_on_a_missing_corpus_fails_its_run_in_one_line(launch_dir):
+    tmp_path = launch_dir
+    done = run_pipeline(tmp_path, "corpus=beir", "corpus.path=nowhere")
+    assert done.returncode == 1
+    reason = f"rankscope: error: {tmp_path / 'nowhere'}: corpus folder does not exist"
+    assert done.stderr.strip().splitlines() == [reason]
+    _, (run,) = runs_by_status(tmp_path)
+    assert run.info.status == "FAILED"
+
+
+def test_an_unknown_key_is_one_line_and_nothing_is_logged(tmp_path):
+    done = run_pipeline(tmp_path, "retriever.kl=0.9")
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("rankscope: config: ") and "Key 'kl' not in 'BM25Config'" in line
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_bad_sweep_point_stops_the_sweep_before_any_job_or_run(tmp_path):
+    done = run_pipeline(tmp_path, "-m", "retriever=lsa,bm25", "++retriever.dims=3")  # fine for LSA only
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("rankscope: job 1 (retriever=bm25 ++retriever.dims=3): unknown key(s) retriever.dims")
+    assert not (tmp_path / "mlflow.db").exists()

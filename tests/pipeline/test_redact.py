@@ -1,0 +1,58 @@
+"""Secrets never reach what rankscope logs: URIs with credentials, tokens, values under secret-named keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.redact import MASK, one_line, redact_text, redact_tree, redact_value
+
+
+@pytest.mark.parametrize("text, secret, kept", [
+    ("http://alice:s3cret@mlflow.example:5000", "s3cret", "http://alice:***@mlflow.example:5000"),
+    ("postgresql://bob:hunter2@db/mlflow", "hunter2", "postgresql://bob:***@db/mlflow"),
+    ("https://ghtoken123@github.example/repo", "ghtoken123", "https://***@github.example/repo"),
+    (r"tracking.uri=http\://alice\:s3cret@127.0.0.1\:5000", "s3cret", "alice"),  # as Hydra escapes overrides
+    ("s3://bucket/x?X-Amz-Signature=abcdef&region=eu", "abcdef", "region=eu"),
+    ("https://h/api?access_token=tok987&page=2", "tok987", "page=2"),
+    ("api_key=AbC123xyz and more", "AbC123xyz", "and more"),
+    ("password: hunter2", "hunter2", "password: ***"),
+    ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnopqrstuvwxyz", "Bearer"),
+    ("token ghp_0123456789abcdefghijABCDEFGHIJ here", "ghp_0123456789abcdefghijABCDEFGHIJ", "here"),
+])
+def test_credentials_in_text_are_masked(text, secret, kept):
+    safe = redact_text(text)
+    assert secret not in safe
+    assert MASK in safe and kept in safe
+
+
+@pytest.mark.parametrize("text", [
+    "sqlite:////home/me/mlflow.db", "../shared/datasets/scifact", "retriever.k1=0.9", "ndcg@5",
+    "http://127.0.0.1:5000", "BM25 k1=0.9 b=0.4",
+])
+def test_ordinary_values_pass_unchanged(text):
+    assert redact_text(text) == text
+
+
+def test_values_under_secret_keys_are_masked_whatever_they_look_like():
+    assert redact_value("tracking.token", "plain") == MASK
+    assert redact_value("auth.password", "x") == MASK
+    assert redact_value("retriever.k1", 0.9) == 0.9
+    assert redact_value("corpus.path", "../data") == "../data"
+
+
+def test_a_config_tree_is_redacted_leaf_by_leaf():
+    tree = {"tracking": {"uri": "https://u:pw@h", "api_key": "k"}, "metrics": {"k": [3, 5]}}
+    assert redact_tree(tree) == {"tracking": {"uri": "https://u:***@h", "api_key": MASK}, "metrics": {"k": [3, 5]}}
+
+
+def test_a_multi_line_error_becomes_one_line_with_its_cause():
+    try:
+        try:
+            raise LookupError("Key 'foo' not in 'BM25Config'\n    full_key: retriever.foo\n    object_type=BM25Config")
+        except LookupError as cause:
+            raise ValueError("Could not override 'retriever.foo'.\nTo append use +retriever.foo=1") from cause
+    except ValueError as exc:
+        line = one_line(exc)
+    assert "\n" not in line
+    assert line.startswith("Could not override 'retriever.foo': ")
+    assert "not in 'BM25Config'" in line and "+retriever.foo=1" in line and "full_key" not in line
