@@ -23,7 +23,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from pipeline import schema
 from pipeline.context import JobContext
-from pipeline.redact import one_line, redact_text
+from pipeline.redact import one_line, redact_std_streams, redact_text
 from pipeline.runner import PROG, JobFailed, run_job
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
@@ -69,6 +69,7 @@ def unescape(override: str) -> str:
 
 def task(cfg: DictConfig) -> str | None:
     """One Hydra job. A single run that fails on bad input exits with status 1 after its one-line reason."""
+    redact_std_streams()  # in a joblib worker, this is the first rankscope code to run
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     launch_dir = Path(hydra_cfg.runtime.cwd)
@@ -92,8 +93,10 @@ _hydra_main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_n
 def main() -> None:
     """Hydra's entry point, with its configuration errors condensed to one line and no stack trace.
 
-    HYDRA_FULL_ERROR=1 (set by the user) still shows Hydra's full report.
+    HYDRA_FULL_ERROR=1 (set by the user) still shows Hydra's full report. Whatever is printed, by rankscope,
+    Hydra, MLflow or a traceback, passes through the secret redaction first.
     """
+    redact_std_streams()
     if os.environ.get("HYDRA_FULL_ERROR"):
         _hydra_main()
         return

@@ -7,8 +7,9 @@ otherwise be copied verbatim into MLflow, where anyone who can read the experime
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TextIO
 
 MASK = "***"
 
@@ -89,3 +90,25 @@ def one_line(exc: BaseException) -> str:
     if rest:
         text += " (" + " ".join(line if line.endswith(":") else line + ";" for line in rest).rstrip(";") + ")"
     return redact_text(text)
+
+
+class RedactingStream:
+    """A text stream that masks secrets in everything written through it (tracebacks, Hydra's messages)."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact_text(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def redact_std_streams() -> None:
+    """Route this process's stdout and stderr through :class:`RedactingStream` (once)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, RedactingStream):
+            setattr(sys, name, RedactingStream(stream))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import random
 import subprocess
 import time
 import warnings
@@ -29,12 +30,14 @@ for _name in ("alembic", "mlflow"):  # store creation and migrations are chatty 
 
 from mlflow import MlflowClient  # noqa: E402  (after quieting its loggers)
 from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunStatus, RunTag  # noqa: E402
+from mlflow.exceptions import MlflowException  # noqa: E402
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_SOURCE_NAME, MLFLOW_SOURCE_TYPE  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DB_NAME = "mlflow.db"
 ARTIFACT_DIR = "mlartifacts"
 PARAM_LIMIT = 6000  # MLflow's longest param value
+DATASET_ATTEMPTS = 4
 
 TAG_KIND = "rankscope.kind"  # 'sweep', 'job' or 'run'
 TAG_SYSTEM = "rankscope.system"
@@ -183,7 +186,16 @@ class Tracker:
             warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted")
             dataset = mlflow.data.from_pandas(frame, source=redact_text(source), name=name, digest=digest)
         entity = DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)])
-        self.client.log_inputs(self.run_id, datasets=[entity])
+        for attempt in range(DATASET_ATTEMPTS):
+            try:
+                self.client.log_inputs(self.run_id, datasets=[entity])
+                return
+            except MlflowException:
+                # Parallel jobs registering the same new dataset race in the store (UNIQUE constraint); once
+                # one has inserted it, the others find it and only link it to their run.
+                if attempt == DATASET_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.2 + random.random() * 0.5)
 
     def log_table(self, frame: pd.DataFrame, artifact_file: str) -> None:
         safe = frame.copy()
