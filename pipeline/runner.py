@@ -8,12 +8,16 @@ on. Any other exception also ends the run FAILED, then propagates (it is a bug, 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
+import pandas as pd
+from mlflow import MlflowClient
 from omegaconf import DictConfig
 
 from metrics.errors import InputError
 from pipeline.build import plain
+from pipeline.collection import Collection
 from pipeline.context import JobContext, SweepHandle, system_name
 from pipeline.job import PER_QUESTION_TABLE, JobResult, evaluate_job, write_results
 from pipeline.redact import redact_text
@@ -41,24 +45,22 @@ class JobFailed(Exception):
 
 def run_job(cfg: DictConfig, ctx: JobContext) -> str:
     """Run and log one job; returns its MLflow run id. Raises :class:`JobFailed` (single runs) on bad input."""
-    try:
-        uri = tracking_uri(cfg.tracking.uri, ctx.launch_dir)
-    except InputError as exc:
-        _say_failed(ctx, str(exc))
-        raise JobFailed(str(exc)) from None
     handle = SweepHandle.read(ctx.sweep_dir) if ctx.sweep_dir is not None else None
     system = system_name(str(cfg.retriever.get("name", "retriever")), ctx.overrides, handle.varying if handle else [])
     tags = {TAG_SYSTEM: system, TAG_OVERRIDES: " ".join(ctx.overrides), OUTPUT_DIR_TAG: str(ctx.output_dir),
             TAG_KIND: "job" if handle else "run", TAG_JOB: str(ctx.job_num)}
-    if handle is not None:
-        from mlflow import MlflowClient
-
-        client, experiment_id = MlflowClient(tracking_uri=uri), handle.experiment_id
-    else:
-        client, experiment_id = open_experiment(uri, cfg.tracking.experiment)
-    tracker = Tracker.start(client, experiment_id, system, tags, handle.parent_run_id if handle else None)
-    tracker.log_params(job_params(cfg, ctx))
     try:
+        uri = tracking_uri(cfg.tracking.uri, ctx.launch_dir)
+        if handle is not None:  # the sweep's driver created the store and the parent run
+            client, experiment_id = MlflowClient(tracking_uri=uri), handle.experiment_id
+        else:
+            client, experiment_id = open_experiment(uri, cfg.tracking.experiment)
+    except InputError as exc:
+        _say_failed(ctx, str(exc))
+        raise JobFailed(str(exc)) from None
+    tracker = Tracker.start(client, experiment_id, system, tags, handle.parent_run_id if handle else None)
+    try:
+        tracker.log_params(job_params(cfg, ctx))
         result = evaluate_job(cfg, ctx.launch_dir, system)
         files = write_results(result, cfg, ctx.output_dir)
         # Plug-in point: `result` holds the Collection, the Run and the per-question table; later stages
@@ -88,7 +90,8 @@ def job_params(cfg: DictConfig, ctx: JobContext) -> dict[str, Any]:
     return params
 
 
-def log_result(tracker: Tracker, result: JobResult, files: list) -> None:
+def log_result(tracker: Tracker, result: JobResult, files: list[Path]) -> None:
+    """Metrics (one batch), the corpus as a dataset input, the per-question table, the job's files."""
     c = result.collection
     tracker.log_metrics(result.metrics(), tags={TAG_CORPUS_DIGEST: c.digest, "rankscope.corpus": c.name})
     docs = _documents_frame(c)
@@ -98,9 +101,7 @@ def log_result(tracker: Tracker, result: JobResult, files: list) -> None:
     tracker.log_files(files)
 
 
-def _documents_frame(collection):
-    import pandas as pd
-
+def _documents_frame(collection: Collection) -> pd.DataFrame:
     return pd.DataFrame({"doc_id": collection.doc_ids, "text": collection.doc_texts})
 
 

@@ -98,10 +98,8 @@ class MlflowSweep(Callback):
         try:
             uri = tracking_uri(config.tracking.uri, launch_dir)
             client, experiment_id = open_experiment(uri, config.tracking.experiment)
-        except InputError as exc:
+        except InputError as exc:  # a refused URI, an unreachable server: say so plainly, start nothing
             _exit(str(exc))
-        except Exception as exc:  # an unreachable server, a locked database: say so plainly, start nothing
-            _exit(f"cannot open the MLflow tracking store: {type(exc).__name__}: {exc}")
         swept = [o for o in overrides if o.partition("=")[0].lstrip("+~") in varying]
         name = config.get("study") or " ".join(swept) or sweep_dir.name
         tags = {TAG_KIND: "sweep", TAG_SWEEP_DIR: str(sweep_dir), TAG_OVERRIDES: " ".join(overrides),

@@ -76,8 +76,13 @@ def open_experiment(uri: str, name: str) -> tuple[MlflowClient, str]:
     """
     if uri.startswith("sqlite:///"):
         Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-    client = MlflowClient(tracking_uri=uri)
-    experiment = client.get_experiment_by_name(name)
+    try:
+        client = MlflowClient(tracking_uri=uri)
+        experiment = client.get_experiment_by_name(name)
+    except Exception as exc:  # unreachable server, unreadable database: one line, not MLflow's traceback
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise InputError(f"cannot open the MLflow tracking store {redact_text(uri)}: {type(exc).__name__}: "
+                         f"{redact_text(first)}") from None
     if experiment is not None:
         if experiment.lifecycle_stage == "deleted":
             client.restore_experiment(experiment.experiment_id)
@@ -208,13 +213,6 @@ class Tracker:
         """Files already written with secrets masked (see ``pipeline.job.write_results``)."""
         for path in paths:
             self.client.log_artifact(self.run_id, str(path))
-
-    def log_text(self, text: str, artifact_file: str) -> None:
-        self.client.log_text(self.run_id, redact_text(text), artifact_file)
-
-    def set_tags(self, tags: Mapping[str, str]) -> None:
-        for key, value in tags.items():
-            self.client.set_tag(self.run_id, key, redact_value(key, str(value)))
 
     def finish(self, error: str | None = None) -> None:
         """End the run FINISHED, or FAILED with the reason as a tag: never leave it RUNNING."""

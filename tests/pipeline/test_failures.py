@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mlflow import MlflowClient
 
 from tests.pipeline.helpers import run_pipeline
@@ -17,7 +19,8 @@ def test_a_failed_sweep_point_leaves_the_other_runs_intact_and_fails_the_parent(
     tmp_path = launch_dir
     helpdesk = shared_datasets / "helpdesk"
     missing = tmp_path / "no-such-corpus"
-    done = run_pipeline(tmp_path, "-m", "corpus=beir", f"corpus.path={helpdesk},{missing}", "retriever=bm25")
+    done = run_pipeline(tmp_path, "-m", "corpus=beir", f"corpus.path={helpdesk},{missing}", "retriever=bm25",
+                        "hydra/launcher=joblib")  # jobs in worker processes: nothing comes back but MLflow
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     reasons = [line for line in done.stderr.splitlines() if str(missing) in line]
@@ -31,6 +34,9 @@ def test_a_failed_sweep_point_leaves_the_other_runs_intact_and_fails_the_parent(
     failed = children[str(missing)]
     assert failed.info.status == "FAILED" and "corpus folder does not exist" in failed.data.tags["rankscope.error"]
     assert "FAILED job 1" in done.stdout and "Mean over questions" in done.stdout
+    sweep_dir = Path(parent.data.tags["rankscope.sweep_dir"])  # every worker resolved the same folder
+    assert {Path(r.data.tags["rankscope.output_dir"]).parent for r in children.values()} == {sweep_dir}
+    assert (sweep_dir / "summary.txt").is_file() and (sweep_dir / "0" / "per_question.csv").is_file()
 
 
 def test_a_single_run_on_a_missing_corpus_fails_its_run_in_one_line(launch_dir):
