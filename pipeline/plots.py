@@ -213,7 +213,7 @@ def metric_histogram(values: pd.Series, metric: str, system: str, bins: int = 10
         ax.legend(loc="upper center", fontsize="small")
     ax.set_xlim(0, 1)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(f"{system}: {metric} per question ({len(data)} questions)")
+    ax.set_title(f"{metric} per question ({len(data)} questions)\nsystem: {system}")
     ax.set_xlabel(f"{metric} of a question (score, 0–1)")
     ax.set_ylabel("questions (count)")
     return fig
@@ -228,8 +228,8 @@ def failure_bars(counts: Mapping[str, int], system: str, questions: int | None =
     ax.bar_label(bars, padding=2)
     ax.set_ylim(0, max([*values, 1]) * 1.2)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    scope = f"{questions} questions, " if questions is not None else ""
-    ax.set_title(f"{system}: questions per failure class ({scope}a question may carry several)")
+    scope = f" of {questions}" if questions is not None else ""
+    ax.set_title(f"Questions{scope} per failure class (a question may carry several)\nsystem: {system}")
     ax.set_xlabel("failure class")
     ax.set_ylabel("questions (count)")
     return fig

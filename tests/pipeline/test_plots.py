@@ -166,4 +166,4 @@ def test_failure_bars_show_each_class_count():
     assert [p.get_height() for p in ax.patches] == [1, 2, 0, 4]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["vocabulary gap", "surface homonymy", "late rank",
                                                           "duplicates"]
-    assert "14 questions" in ax.get_title()
+    assert "of 14 per failure class" in ax.get_title() and "bm25" in ax.get_title()
