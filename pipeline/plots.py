@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
@@ -236,8 +237,6 @@ def failure_bars(counts: Mapping[str, int], system: str, questions: int | None =
 
 
 def _palette(n: int) -> list:
-    from matplotlib import colormaps
-
     cmap = colormaps["tab10" if n <= 10 else "tab20"]
     return [cmap(i % cmap.N) for i in range(n)]
 
