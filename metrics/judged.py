@@ -17,7 +17,8 @@ class Judged:
 
     ``grades`` is 0 where a document is unjudged or the ranking has ended (``retrieved`` False);
     ``judged_grades`` holds every judgment of the question, sorted descending (the ideal ordering), padded
-    with 0; ``n_judged`` counts those judgments.
+    with 0; ``n_judged`` counts those judgments. A negative grade (TREC's -1: in the pool, not judged) is
+    never relevant, whatever the level, and gains nothing, as in trec_eval.
     """
 
     query_ids: list[str]
@@ -28,12 +29,13 @@ class Judged:
     n_judged: np.ndarray
 
     def relevant(self, level: int = 1) -> np.ndarray:
-        return self.judged & (self.grades >= level)
+        """True where the retrieved document is judged at ``level`` or above (a negative grade never is)."""
+        return self.judged & (self.grades >= max(level, 0))
 
     def n_relevant(self, level: int = 1) -> np.ndarray:
-        return (self.judged_grades >= level).sum(axis=1) if self.judged_grades.size else np.zeros(
-            len(self.query_ids), dtype=np.int64
-        )
+        """Relevant judgments per question; the padding of ``judged_grades`` is not a judgment, even at level 0."""
+        real = np.arange(self.judged_grades.shape[1]) < self.n_judged[:, None]
+        return (real & (self.judged_grades >= max(level, 0))).sum(axis=1)
 
 
 def judge(run: Run, qrels: Qrels, query_ids: list[str]) -> Judged:
@@ -79,3 +81,17 @@ def judge(run: Run, qrels: Qrels, query_ids: list[str]) -> Judged:
         starts = np.concatenate(([0], np.cumsum(n_judged)[:-1]))
         ideal[sq, np.arange(len(sq)) - starts[sq]] = grades[order]
     return Judged(list(query_ids), matrix, judged, retrieved, ideal, n_judged)
+
+
+def judged_only(run: Run, qrels: Qrels) -> Run:
+    """``run`` with every document not judged (grade >= 0) for its question removed, order kept: trec_eval's -J.
+
+    Later documents move up, so ranks are counted among judged documents only.
+    """
+    joined = judge(run, qrels, list(run.query_ids))
+    keep = joined.judged & (joined.grades >= 0)
+    order = np.argsort(~keep, axis=1, kind="stable")
+    docs = np.take_along_axis(np.where(keep, run.docs, PAD), order, axis=1)
+    scores = np.take_along_axis(np.where(keep, run.scores, np.nan), order, axis=1)
+    width = int(keep.sum(axis=1).max()) if keep.size else 0
+    return Run(run.query_ids, run.doc_ids, docs[:, :width], scores[:, :width], run.name)
