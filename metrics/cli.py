@@ -97,7 +97,7 @@ def report(
     specs = list(dict.fromkeys(c.spec for c in cols if c.spec is not None))
     settings = EvalSettings(level=level, missing="zero" if complete else "skip")
     ev = evaluate(run, qrels, specs, settings, query_ids=qrels.judged_queries())
-    if ev.per_query.empty:
+    if len(ev.per_query.index) == 0:
         raise InputError("no query has both results and a relevant judgment" if not complete
                          else f"no query has a relevant judgment at level {level}")
     queries = sorted(ev.per_query.index, key=lambda q: str(q).encode())
