@@ -38,24 +38,35 @@ class Judged:
         return (real & (self.judged_grades >= max(level, 0))).sum(axis=1)
 
 
+def positions(keys, values) -> np.ndarray:
+    """Position of each of ``values`` in ``keys`` (unique), -1 where absent.
+
+    Both sides stay object-dtype indexes: pandas would otherwise infer its string dtype and convert on every
+    lookup, three times slower on a 200,000-document run.
+    """
+    if len(keys) == 0 or len(values) == 0:
+        return np.full(len(values), -1, dtype=np.int64)
+    return pd.Index(keys, dtype=object).get_indexer(pd.Index(values, dtype=object))
+
+
 def judge(run: Run, qrels: Qrels, query_ids: list[str]) -> Judged:
     """Look up every retrieved document's grade, vectorised over all questions.
 
     ``query_ids`` are the questions to score, in order; one absent from the run gets an empty ranking.
     """
     n = len(query_ids)
-    rows = pd.Index(run.query_ids).get_indexer(query_ids) if len(run.query_ids) else np.full(n, -1)
+    rows = positions(run.query_ids, query_ids)
     docs = np.full((n, run.depth), PAD, dtype=np.int64)
     present = rows >= 0
     docs[present] = run.docs[rows[present]]
     retrieved = docs != PAD
 
-    qi = pd.Index(query_ids).get_indexer(qrels.query_ids) if len(qrels) else np.zeros(0, dtype=np.int64)
+    qi = positions(query_ids, qrels.query_ids)
     keep = qi >= 0
     qi, doc_ids, grades = qi[keep], qrels.doc_ids[keep], qrels.grades[keep]
 
     universe = len(run.doc_ids) + 1
-    di = pd.Index(run.doc_ids).get_indexer(doc_ids) if len(run.doc_ids) else np.full(len(qi), -1)
+    di = positions(run.doc_ids, doc_ids)
     in_run = di >= 0
     keys = qi[in_run].astype(np.int64) * universe + di[in_run]
     order = np.argsort(keys, kind="stable")
