@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from metrics.cli import main
 from metrics.evaluate import EvalSettings, Evaluation, evaluate
 from metrics.spec import parse_trec_measure
 from metrics.trec import read_trec_qrels, read_trec_run
@@ -143,3 +144,17 @@ def test_the_default_output_is_trec_eval_default_output_less_what_rankscope_does
     reference = [line for line in (TREC / "out.test").read_text().splitlines()
                  if not line.startswith(("gm_map", "bpref", "iprec_at_recall"))]
     assert done.stdout.splitlines() == reference
+
+
+def test_every_measure_form_prints_trec_eval_lines(capsys):
+    """trec_eval's own forms print trec_eval's lines; a rankscope name prints the same value under its name."""
+    forms = ["map", "recip_rank", "P_5", "P.5,10", "recall_5", "recall.5,100", "ndcg_cut_10", "ndcg_cut",
+             "success_1", "success.1,5,10", "Rprec", "ndcg", "ndcg@5", "hit_rate@10", "mrr"]
+    assert main(["-q", *[f"-m{form}" for form in forms], str(TREC / "qrels.test"), str(TREC / "results.test")]) == 0
+    printed = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    aq = expected("aq")
+    trec_names = {"ndcg@5": "ndcg_cut_5", "hit_rate@10": "success_10", "mrr": "recip_rank"}
+    for name, query, value in printed:
+        assert aq[trec_names.get(name.strip(), name.strip()), query] == value, (name, query)
+    names = {name.strip() for name, _, _ in printed}
+    assert {"P_5", "P_10", "recall_100", "ndcg_cut_1000", "success_5", "ndcg@5", "hit_rate@10", "mrr"} <= names
