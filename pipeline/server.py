@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import logging
 import os
 import re
 import shutil
@@ -124,6 +125,38 @@ class ServerSettings:
         return env
 
 
+class _Redacting(logging.Filter):
+    """Rewrites every record a handler emits through `redact` (MLflow logs driver errors as they come)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = redact(record.getMessage()), ()
+        return True
+
+
+def _redact_logs() -> None:
+    for logger in (logging.getLogger(), logging.getLogger("mlflow")):
+        for handler in logger.handlers:
+            if not any(isinstance(f, _Redacting) for f in handler.filters):
+                handler.addFilter(_Redacting())
+
+
+def _check_reachable(backend_store_uri: str) -> None:
+    """One quick connection first: MLflow itself retries an unreachable database for about two minutes."""
+    import sqlalchemy
+
+    if backend_store_uri.startswith("sqlite"):
+        return
+    engine = sqlalchemy.create_engine(backend_store_uri)
+    try:
+        with engine.connect():
+            pass
+    except Exception as exc:  # the driver's own error says what is wrong (refused, bad password, no database)
+        reason = getattr(exc, "orig", None) or exc
+        raise ServerError(f"cannot connect to {redact(backend_store_uri)}: {redact(str(reason)).strip()}") from None
+    finally:
+        engine.dispose()
+
+
 def create_schema(backend_store_uri: str) -> None:
     """Create (or verify) MLflow's tables once, before any worker starts, so none of them races to create them.
 
@@ -133,11 +166,13 @@ def create_schema(backend_store_uri: str) -> None:
     from mlflow.exceptions import MlflowException
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
+    _redact_logs()
+    _check_reachable(backend_store_uri)
     try:
         store = SqlAlchemyStore(backend_store_uri, SERVED_ARTIFACT_ROOT)
     except MlflowException as exc:
         raise ServerError(redact(exc.message)) from None
-    except Exception as exc:  # a driver's error (unreachable host, wrong password) names the URI: redact it
+    except Exception as exc:
         raise ServerError(f"cannot open the tracking database: {redact(str(exc))}") from None
     store.engine.dispose()
 
@@ -222,9 +257,9 @@ def tracking_server(
     """
     settings = replace(settings, backend_store_uri=with_driver(settings.backend_store_uri))
     check_backend_uri(settings.backend_store_uri)
+    create_schema(settings.backend_store_uri)
     if "://" not in settings.artifacts_destination:
         Path(settings.artifacts_destination).mkdir(parents=True, exist_ok=True)
-    create_schema(settings.backend_store_uri)
     server = None
     try:
         for attempt in range(attempts):
@@ -339,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _parser().error("give --backend-store-uri (or set MLFLOW_BACKEND_STORE_URI) or --postgres-dir")
     if args.expose:
         print("WARNING: --expose listens on every network interface. MLflow has no login: anyone who can reach "
-              f"port {args.port} can read and delete runs. Use it only on a trusted network or behind an "
+              "its port can read, change and delete runs. Use it only on a trusted network or behind an "
               "authenticating proxy.", file=sys.stderr)
     signal.signal(signal.SIGTERM, _raise_interrupt)  # stop as on Ctrl-C: server first, then PostgreSQL
     destination = args.artifacts_destination

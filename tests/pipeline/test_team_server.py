@@ -17,11 +17,12 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from pipeline.postgres import binaries_available, find_binary
-from pipeline.server import ServerSettings, redact, team_server, with_driver
+from pipeline.server import ServerError, ServerSettings, create_schema, redact, team_server, with_driver
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENTS = 4
@@ -192,6 +193,25 @@ def test_server_refuses_foreign_host_headers_and_cross_site_writes(team):
     # DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own name as Host.
     assert _get(search, {**json_type, "Host": f"evil.example:{team.tracking.port}"}, query)[0] == 403
     assert _get(search, {**json_type, "Origin": "http://evil.example"}, query)[0] == 403
+
+
+@pytest.mark.slow
+def test_a_wrong_database_password_is_reported_without_the_password(team):
+    wrong = team.database_uri.replace(urlsplit(team.database_uri).password, "not-the-password-42")
+    with pytest.raises(ServerError, match="password authentication failed") as raised:
+        create_schema(wrong)
+    assert "not-the-password-42" not in str(raised.value)
+
+
+def test_an_unreachable_database_stops_the_command_with_a_redacted_message(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.server", "--backend-store-uri", "postgresql://u:hunter2@127.0.0.1:1/x"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    assert "cannot connect to postgresql+psycopg://u:***@127.0.0.1:1/x" in result.stderr
+    assert "hunter2" not in result.stdout + result.stderr
+    assert list(tmp_path.iterdir()) == [], "nothing is created before the database is reached"
 
 
 def test_default_settings_bind_loopback_and_accept_only_loopback_host_names():
