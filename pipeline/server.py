@@ -234,10 +234,12 @@ def _start(settings: ServerSettings, port: int, log: TextIO | None, timeout: flo
         start_new_session=True,  # our Ctrl-C / SIGTERM handler decides when and in which order things stop
     )
     server = TrackingServer(settings=settings, port=port, process=process)
-    threading.Thread(target=_forward, args=(process.stdout, log, server.output), daemon=True).start()
+    forwarder = threading.Thread(target=_forward, args=(process.stdout, log, server.output), daemon=True)
+    forwarder.start()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
+            forwarder.join(timeout=5)  # its last words say why
             return server
         if _healthy(server.uri):
             return server
@@ -266,7 +268,8 @@ def tracking_server(
             server = _start(settings, settings.port or free_port(), log, timeout)
             if server.process.poll() is None:
                 break
-            if settings.port is not None or attempt == attempts - 1:
+            port_taken = "address already in use" in server.recent_output().lower()
+            if not port_taken or settings.port is not None or attempt == attempts - 1:
                 raise ServerError(f"MLflow server exited with code {server.process.returncode}:\n"
                                   f"{server.recent_output()}")
         yield server
