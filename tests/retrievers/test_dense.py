@@ -272,3 +272,12 @@ def test_sentence_transformers_route_agrees_with_the_int8_onnx_model(corpus, tmp
     fp32 = dense(tmp_path, model="minilm").index(corpus)
     cosines = (int8.doc_vectors * fp32.doc_vectors).sum(axis=1)
     assert cosines.min() > 0.99  # same network; our pooling matches sentence-transformers'
+
+
+def test_an_unwritable_cache_warns_and_still_returns_the_vectors(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache folder should be")
+    cache = EmbeddingCache(blocker / "cache")
+    with pytest.warns(RuntimeWarning, match="not written"):
+        matrix = cache.get_or_compute("k", 2, lambda: np.ones((2, 3)))
+    assert matrix.dtype == np.float32 and matrix.shape == (2, 3) and cache.stats.misses == 1

@@ -71,20 +71,25 @@ def test_a_question_without_candidates_gets_an_empty_ranking(first_stage):
     assert run.top("q9", 10) == []
 
 
+def assert_second_stage_order(run, first, second, texts, query_ids, candidates):
+    """Each question's ranking is its first-stage top ``candidates``, re-ordered by the second stage's scores
+    (descending, ties by id), without those it scores not above 1e-9; the scores are the second stage's."""
+    scores = second.scores(texts)
+    position = {d: i for i, d in enumerate(second.doc_ids)}
+    for row, q in enumerate(query_ids):
+        score = {d: scores[row, position[d]] for d in first.top(q, candidates)}
+        expected = sorted((d for d in score if score[d] > 1e-9), key=lambda d: (-score[d], d))
+        ranked = run.ranking(q)
+        assert [d for d, _ in ranked] == expected
+        assert np.allclose([s for _, s in ranked], [score[d] for d in expected])
+
+
 def test_on_helpdesk_the_order_is_the_second_stages_within_the_first_stages_top_n():
     corpus = helpdesk()
     bm25, lsa = BM25(), LSA()
     run = Rerank(bm25, lsa, candidates=3).index(corpus).rank(corpus.query_ids, corpus.query_texts, 10)
     first = bm25.rank(corpus.query_ids, corpus.query_texts, 3)
-    semantic = lsa.scores(corpus.query_texts)
-    position = {d: i for i, d in enumerate(lsa.doc_ids)}
-    for row, q in enumerate(corpus.query_ids):
-        ranked = run.ranking(q)
-        candidates = first.top(q, 3)
-        expected = sorted((d for d in candidates if semantic[row, position[d]] > 1e-9),
-                          key=lambda d: (-semantic[row, position[d]], d))
-        assert [d for d, _ in ranked] == expected
-        assert np.allclose([s for _, s in ranked], [semantic[row, position[d]] for d in expected])
+    assert_second_stage_order(run, first, lsa, corpus.query_texts, corpus.query_ids, 3)
 
 
 def test_the_second_stage_must_score_documents():
@@ -100,11 +105,5 @@ def test_bm25_candidates_rescored_by_dense(tmp_path):
     bm25, model = BM25(), Dense(cache_dir=tmp_path)
     run = Rerank(bm25, model, candidates=100).index(corpus).rank(corpus.query_ids, corpus.query_texts, 100)
     lexical = bm25.rank(corpus.query_ids, corpus.query_texts, 100)
-    cosine = model.scores(corpus.query_texts)
-    position = {d: i for i, d in enumerate(model.doc_ids)}
-    for row, q in enumerate(corpus.query_ids):
-        ranked = run.ranking(q)
-        assert {d for d, _ in ranked} <= set(lexical.top(q, 100))
-        assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
-        assert np.allclose([s for _, s in ranked], [cosine[row, position[d]] for d, _ in ranked])
+    assert_second_stage_order(run, lexical, model, corpus.query_texts, corpus.query_ids, 100)
     assert run.top("q02", 10) == []  # re-scoring cannot find what the first stage missed (vocabulary gap)
