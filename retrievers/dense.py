@@ -26,7 +26,9 @@ class Dense(ScoringRetriever):
     or folder (see :func:`retrievers.encoders.load_encoder`). ``max_length`` truncates texts in word pieces
     (None: 256 for the ONNX route, the model's own limit for sentence-transformers). ``cache_dir`` None means
     :func:`default_cache_dir`; ``cache=False`` encodes every time. As everywhere in rankscope, a cosine not
-    above 1e-9 is not a result. ``encoded_documents`` counts documents actually run through the model.
+    above 1e-9 is not a result. ``encoded_documents`` counts documents actually run through the model (0 after
+    a cache hit). ``batch_size`` only trades memory for speed: it does not change a vector, so it is not part
+    of the cache key.
     """
 
     model: str = DEFAULT_MODEL
