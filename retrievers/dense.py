@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from retrievers.base import Documents, NotIndexedError, ScoringRetriever
-from retrievers.embedding_cache import EmbeddingCache, corpus_digest, default_cache_dir
+from retrievers.embedding_cache import EmbeddingCache, corpus_digest, default_embedding_dir
 from retrievers.encoders import DEFAULT_MODEL, Encoder, load_encoder
 
 
@@ -25,7 +25,7 @@ class Dense(ScoringRetriever):
     ``model``: ``"minilm-int8"`` (default, offline ONNX), a ``.onnx`` path, or any sentence-transformers name
     or folder (see :func:`retrievers.encoders.load_encoder`). ``max_length`` truncates texts in word pieces
     (None: 256 for the ONNX route, the model's own limit for sentence-transformers). ``cache_dir`` None means
-    :func:`default_cache_dir`; ``cache=False`` encodes every time. As everywhere in rankscope, a cosine not
+    :func:`default_embedding_dir`; ``cache=False`` encodes every time. As everywhere in rankscope, a cosine not
     above 1e-9 is not a result. ``encoded_documents`` counts documents actually run through the model (0 after
     a cache hit). ``batch_size`` only trades memory for speed: it does not change a vector, so it is not part
     of the cache key.
@@ -46,7 +46,7 @@ class Dense(ScoringRetriever):
         self._encoder: Encoder | None = None
         self._doc_vectors: np.ndarray | None = None
         self._query_memo: dict[str, np.ndarray] = {}
-        self.embedding_cache = EmbeddingCache(self.cache_dir if self.cache_dir is not None else default_cache_dir())
+        self.embedding_cache = EmbeddingCache(self.cache_dir if self.cache_dir is not None else default_embedding_dir())
 
     @property
     def encoder(self) -> Encoder:

@@ -14,22 +14,20 @@ import json
 import os
 import tempfile
 import warnings
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from retrievers.cache import default_cache_dir
+
 FORMAT = 1
 
 
-def default_cache_dir() -> Path:
-    """``$RANKSCOPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/rankscope/embeddings`` (``~/.cache`` by default)."""
-    explicit = os.environ.get("RANKSCOPE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "rankscope" / "embeddings"
+def default_embedding_dir() -> Path:
+    """The ``embeddings`` folder inside rankscope's cache folder (:func:`retrievers.cache.default_cache_dir`)."""
+    return default_cache_dir() / "embeddings"
 
 
 def corpus_digest(doc_ids: Sequence[str], texts: Sequence[str]) -> str:
@@ -49,21 +47,16 @@ def matrix_checksum(matrix: np.ndarray) -> str:
     return h.hexdigest()
 
 
-@dataclass
-class CacheStats:
-    """What the cache did: ``hits`` served from disk, ``misses`` computed, ``corrupt`` files found and rebuilt."""
-
-    hits: int = 0
-    misses: int = 0
-    corrupt: int = 0
-
-
 class EmbeddingCache:
-    """A folder of ``<key>.npz`` files; :meth:`get_or_compute` is the whole interface most callers need."""
+    """A folder of ``<key>.npz`` files; :meth:`get_or_compute` is the whole interface most callers need.
+
+    ``stats`` counts, like the term-count cache's: ``disk_hits`` (served from a file), ``encoded`` (computed),
+    ``stored`` (files written), ``corrupt`` (files found damaged, removed and rebuilt).
+    """
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
-        self.stats = CacheStats()
+        self.stats: Counter[str] = Counter()
 
     @staticmethod
     def key(corpus: str, fingerprint: str, settings: Mapping[str, object]) -> str:
@@ -78,12 +71,13 @@ class EmbeddingCache:
         """The cached matrix for ``key`` (``rows`` rows), or ``compute()`` saved under it."""
         cached = self.load(key, rows)
         if cached is not None:
-            self.stats.hits += 1
+            self.stats["disk_hits"] += 1
             return cached
-        self.stats.misses += 1
+        self.stats["encoded"] += 1
         matrix = np.ascontiguousarray(compute(), dtype=np.float32)
         try:
             self.save(key, matrix)
+            self.stats["stored"] += 1
         except OSError as exc:  # a read-only or full disk costs the next run time, not this run its result
             warnings.warn(f"embedding cache not written to {self.root}: {exc}", RuntimeWarning, stacklevel=2)
         return matrix
@@ -95,7 +89,7 @@ class EmbeddingCache:
             return None
         matrix = _read_valid(path, key, rows)
         if matrix is None:
-            self.stats.corrupt += 1
+            self.stats["corrupt"] += 1
             path.unlink(missing_ok=True)
         return matrix
 

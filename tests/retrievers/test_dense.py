@@ -117,11 +117,11 @@ def test_a_wrong_model_file_is_refused_before_use(tmp_path):
 @needs_model
 def test_second_run_is_served_from_the_cache(corpus, tmp_path):
     first = dense(tmp_path).index(corpus)
-    assert (first.embedding_cache.stats.misses, first.embedding_cache.stats.hits) == (1, 0)
+    assert (first.embedding_cache.stats["encoded"], first.embedding_cache.stats["disk_hits"]) == (1, 0)
     assert len(cache_files(tmp_path)) == 1
 
     second = dense(tmp_path).index(corpus)
-    assert (second.embedding_cache.stats.misses, second.embedding_cache.stats.hits) == (0, 1)
+    assert (second.embedding_cache.stats["encoded"], second.embedding_cache.stats["disk_hits"]) == (0, 1)
     assert second.encoded_documents == 0
     assert np.array_equal(first.doc_vectors, second.doc_vectors)
 
@@ -132,9 +132,9 @@ def test_changing_the_corpus_misses_the_cache(corpus, tmp_path):
     texts = list(corpus.doc_texts)
     texts[3] += " Edited."
     edited = dense(tmp_path).index(Docs(list(corpus.doc_ids), texts))
-    assert edited.embedding_cache.stats.misses == 1 and edited.encoded_documents == len(texts)
+    assert edited.embedding_cache.stats["encoded"] == 1 and edited.encoded_documents == len(texts)
     smaller = dense(tmp_path).index(Docs(list(corpus.doc_ids[:-1]), list(corpus.doc_texts[:-1])))
-    assert smaller.embedding_cache.stats.misses == 1
+    assert smaller.embedding_cache.stats["encoded"] == 1
     assert len(cache_files(tmp_path)) == 3
 
 
@@ -143,8 +143,8 @@ def test_changing_a_setting_misses_the_cache(corpus, tmp_path):
     dense(tmp_path).index(corpus)
     base = dense(tmp_path).index(corpus)
     shorter = dense(tmp_path, max_length=8).index(corpus)
-    assert base.embedding_cache.stats.hits == 1
-    assert shorter.embedding_cache.stats.misses == 1 and shorter.encoded_documents == len(corpus.doc_ids)
+    assert base.embedding_cache.stats["disk_hits"] == 1
+    assert shorter.embedding_cache.stats["encoded"] == 1 and shorter.encoded_documents == len(corpus.doc_ids)
     assert not np.array_equal(base.doc_vectors, shorter.doc_vectors)
 
 
@@ -174,13 +174,13 @@ def test_changing_the_model_misses_the_cache_even_in_place(corpus, tmp_path, two
     cache = tmp_path / "cache"
     first = dense(cache, model=str(original)).index(corpus)
     other = dense(cache, model=str(optimised)).index(corpus)
-    assert other.embedding_cache.stats.misses == 1 and other.encoded_documents == len(corpus.doc_ids)
+    assert other.embedding_cache.stats["encoded"] == 1 and other.encoded_documents == len(corpus.doc_ids)
     again = dense(cache, model=str(original)).index(corpus)
-    assert again.embedding_cache.stats.hits == 1 and again.encoded_documents == 0
+    assert again.embedding_cache.stats["disk_hits"] == 1 and again.encoded_documents == 0
 
     shutil.copy(optimised, original)  # new weights under the old name
     replaced = dense(cache, model=str(original)).index(corpus)
-    assert replaced.embedding_cache.stats.misses == 1 and replaced.encoded_documents == len(corpus.doc_ids)
+    assert replaced.embedding_cache.stats["encoded"] == 1 and replaced.encoded_documents == len(corpus.doc_ids)
     # Same network, re-serialised: the vectors barely move, yet the cache did not assume so.
     cosines = (first.doc_vectors * other.doc_vectors).sum(axis=1)
     assert cosines.min() > 0.99
@@ -220,10 +220,10 @@ def test_a_corrupted_cache_file_is_detected_and_rebuilt(corpus, tmp_path, damage
 
     repaired = dense(tmp_path).index(corpus)
     stats = repaired.embedding_cache.stats
-    assert (stats.corrupt, stats.misses, stats.hits) == (1, 1, 0)
+    assert (stats["corrupt"], stats["encoded"], stats["disk_hits"]) == (1, 1, 0)
     assert repaired.encoded_documents == len(corpus.doc_ids)
     assert np.array_equal(repaired.doc_vectors, original.doc_vectors)
-    assert dense(tmp_path).index(corpus).embedding_cache.stats.hits == 1  # the rebuilt file is good again
+    assert dense(tmp_path).index(corpus).embedding_cache.stats["disk_hits"] == 1  # the rebuilt file is good again
 
 
 def test_cache_files_hold_plain_arrays_only(tmp_path):
@@ -234,7 +234,7 @@ def test_cache_files_hold_plain_arrays_only(tmp_path):
         assert sorted(stored.files) == ["checksum", "embeddings", "key"]
         assert all(stored[name].dtype != object for name in stored.files)
     assert np.array_equal(cache.load("k", 4), matrix)
-    assert cache.load("k", 5) is None and cache.stats.corrupt == 1  # wrong row count: not this corpus
+    assert cache.load("k", 5) is None and cache.stats["corrupt"] == 1  # wrong row count: not this corpus
 
 
 # --- inside fusions ------------------------------------------------------------------------------------------
@@ -280,4 +280,5 @@ def test_an_unwritable_cache_warns_and_still_returns_the_vectors(tmp_path):
     cache = EmbeddingCache(blocker / "cache")
     with pytest.warns(RuntimeWarning, match="not written"):
         matrix = cache.get_or_compute("k", 2, lambda: np.ones((2, 3)))
-    assert matrix.dtype == np.float32 and matrix.shape == (2, 3) and cache.stats.misses == 1
+    assert matrix.dtype == np.float32 and matrix.shape == (2, 3)
+    assert (cache.stats["encoded"], cache.stats["stored"]) == (1, 0)
