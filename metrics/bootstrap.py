@@ -74,6 +74,8 @@ def bootstrap_ci(
     """A confidence interval for each column's mean (a 1-d input gives one interval)."""
     values = np.asarray(values, dtype=np.float64)
     columns = values[:, None] if values.ndim == 1 else values
+    if columns.shape[0] == 0:
+        raise ValueError("cannot bootstrap an empty set of questions")
     mean = columns.mean(axis=0)
     if method == "percentile":
         low, high = percentile_bounds(resample_means(columns, resamples, seed), confidence)

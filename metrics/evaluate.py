@@ -34,6 +34,7 @@ class Evaluation:
     without_judgments: list[str] = field(default_factory=list)
     missing_from_run: list[str] = field(default_factory=list)
     first_relevant_rank: pd.Series | None = None
+    counts: pd.DataFrame | None = None  # per question: num_ret, num_rel, num_rel_ret (trec_eval's counts)
 
     def means(self) -> pd.Series:
         return self.per_query[[m.name for m in self.metrics]].mean()
@@ -97,7 +98,11 @@ def evaluate(
     judged = judge(run, qrels, scored)
     values = compute(judged, specs, settings)
     per_query = pd.DataFrame(values, index=pd.Index(scored, name="query_id"))
-    first = pd.Series(
-        ranking.first_relevant_rank(judged.relevant(settings.level)), index=per_query.index, name="first_relevant_rank"
+    rel = judged.relevant(settings.level)
+    first = pd.Series(ranking.first_relevant_rank(rel), index=per_query.index, name="first_relevant_rank")
+    counts = pd.DataFrame(
+        {"num_ret": judged.retrieved.sum(axis=1), "num_rel": judged.n_relevant(settings.level),
+         "num_rel_ret": rel.sum(axis=1)},
+        index=per_query.index,
     )
-    return Evaluation(per_query, list(specs), settings, without, missing, first)
+    return Evaluation(per_query, list(specs), settings, without, missing, first, counts)

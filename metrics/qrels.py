@@ -45,8 +45,8 @@ class Qrels:
         return list(dict.fromkeys(self.query_ids.tolist()))
 
     def relevant_queries(self, level: int = 1) -> list[str]:
-        """Questions with at least one judgment at or above ``level``: the ones that count in a mean."""
-        return list(dict.fromkeys(self.query_ids[self.grades >= level].tolist()))
+        """Questions with a judgment at or above ``level`` (never a negative one): the ones that count in a mean."""
+        return list(dict.fromkeys(self.query_ids[self.grades >= max(level, 0)].tolist()))
 
     def subset(self, mask: np.ndarray) -> Qrels:
         return Qrels(self.query_ids[mask], self.doc_ids[mask], self.grades[mask])

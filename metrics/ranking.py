@@ -7,6 +7,9 @@ the number of relevant judgments per question. A question without relevant judgm
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
+
 import numpy as np
 
 
@@ -46,11 +49,18 @@ def first_relevant_rank(rel: np.ndarray) -> np.ndarray:
     return np.where(rel.any(axis=1), rel.argmax(axis=1) + 1, 0)
 
 
+def _running_total(terms: np.ndarray) -> np.ndarray:
+    """Row sums added left to right (trec_eval's order, so results match it to the last bit, not just 1e-16)."""
+    if terms.shape[1] == 0:
+        return np.zeros(terms.shape[0])
+    return np.cumsum(terms, axis=1)[:, -1]
+
+
 def average_precision(rel: np.ndarray, n_rel: np.ndarray) -> np.ndarray:
     """Mean of the precision at each relevant document's rank, over all relevant documents (MAP's term)."""
     ranks = np.arange(1, rel.shape[1] + 1)
     prec = np.cumsum(rel, axis=1) / ranks
-    return _safe_div((prec * rel).sum(axis=1), n_rel)
+    return _safe_div(_running_total(prec * rel), n_rel)
 
 
 def r_precision(rel: np.ndarray, n_rel: np.ndarray) -> np.ndarray:
@@ -70,14 +80,19 @@ def gains(grades: np.ndarray, kind: str = "linear") -> np.ndarray:
     raise ValueError(f"unknown gain {kind!r}: use 'linear' or 'exponential'")
 
 
-def discounts(n: int) -> np.ndarray:
-    """1 / log2(rank + 1) for ranks 1..n."""
-    return 1.0 / np.log2(np.arange(2, n + 2))
+@lru_cache(maxsize=16)
+def log2_positions(n: int) -> np.ndarray:
+    """log2(rank + 1) for ranks 1..n, from C's log2 (numpy's vectorised log2 differs in the last bit for some
+    ranks, e.g. 1620), so DCG is bit-for-bit trec_eval's."""
+    values = np.array([math.log2(rank + 1) for rank in range(1, n + 1)])
+    values.flags.writeable = False
+    return values
 
 
 def dcg(gain: np.ndarray, k: int | None) -> np.ndarray:
+    """Sum of gain / log2(rank + 1) over the top k (all ranks when k is None), added rank by rank."""
     g = gain if k is None else gain[:, :k]
-    return g @ discounts(g.shape[1])
+    return _running_total(g / log2_positions(g.shape[1]))
 
 
 def ndcg(gain: np.ndarray, ideal_gain: np.ndarray, k: int | None) -> np.ndarray:

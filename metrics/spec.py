@@ -110,20 +110,35 @@ def metrics_at(cutoffs: list[int], measures: list[str]) -> list[MetricSpec]:
     return list(dict.fromkeys(out))
 
 
-def parse_trec_measure(text: str) -> list[MetricSpec]:
-    """trec_eval's ``-m`` forms: ``P_5``, ``P.5,10``, ``ndcg_cut`` (default cutoffs), ``map``, ``recip_rank``."""
+def trec_form(text: str) -> tuple[str, str | None] | None:
+    """``(family, cutoffs)`` when ``text`` is one of trec_eval's measure forms (``P_5``, ``P.5,10``, ``ndcg_cut``,
+    ``map``), ``cutoffs`` being None when none is given; None when it is not a trec_eval name."""
     text = text.strip()
-    family, _, cutoffs = text.partition(".")
-    if not cutoffs:
-        m = re.match(r"^(.*)_(\d+)$", text)
-        if m and m.group(1) in TREC_DEFAULT_CUTOFFS:
-            family, cutoffs = m.group(1), m.group(2)
-    if family in TREC_NAMES:
-        measure = TREC_NAMES[family]
-        if family in TREC_DEFAULT_CUTOFFS:
-            ks = [int(c) for c in cutoffs.split(",")] if cutoffs else list(TREC_DEFAULT_CUTOFFS[family])
-            return [MetricSpec(measure, k) for k in ks]
-        if cutoffs:
+    family, dot, cutoffs = text.partition(".")
+    if dot:
+        return (family, cutoffs) if family in TREC_NAMES else None
+    m = re.match(r"^(.*)_(\d+)$", text)
+    if m and m.group(1) in TREC_DEFAULT_CUTOFFS:
+        return m.group(1), m.group(2)
+    return (text, None) if text in TREC_NAMES else None
+
+
+def parse_trec_measure(text: str) -> list[MetricSpec]:
+    """trec_eval's ``-m`` forms: ``P_5``, ``P.5,10``, ``ndcg_cut`` (default cutoffs), ``map``, ``recip_rank``;
+    anything else is read as rankscope names (``ndcg@5``, ``mrr``). Cutoffs come out ascending, without repeats."""
+    form = trec_form(text)
+    if form is None:
+        return parse_metrics(text)
+    family, cutoffs = form
+    measure = TREC_NAMES[family]
+    if family not in TREC_DEFAULT_CUTOFFS:
+        if cutoffs is not None:
             raise InputError(f"trec_eval measure {family!r} takes no cutoff")
         return [MetricSpec(measure)]
-    return parse_metrics(text)
+    if cutoffs is None:
+        return [MetricSpec(measure, k) for k in TREC_DEFAULT_CUTOFFS[family]]
+    parts = cutoffs.split(",")
+    if not all(p.isascii() and p.isdigit() and int(p) >= 1 for p in parts):
+        raise InputError(f"cannot read the cutoffs of {text.strip()!r}: expected positive integers, "
+                         f"e.g. '{family}.5,10'")
+    return [MetricSpec(measure, k) for k in sorted({int(p) for p in parts})]

@@ -14,13 +14,14 @@ from metrics.run import PAD, Run
 
 
 def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
+    """Numbered, split lines; blank lines and ``#`` comment lines are skipped, as trec_eval skips them."""
     path = Path(path)
     if not path.is_file():
         raise InputError("no such file", path)
     with path.open(encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, 1):
             fields = line.split()
-            if fields:
+            if fields and not fields[0].startswith("#"):
                 yield number, fields
 
 
@@ -50,7 +51,8 @@ def read_trec_run(path: str | Path, name: str | None = None) -> Run:
     """``qid Q0 docno rank score tag`` lines (anything after the sixth column is ignored, as trec_eval does).
 
     Each question's documents are ordered as trec_eval orders them: score descending, ties by docno
-    descending; the rank column is ignored. A document listed twice for one question is an error.
+    descending; the rank column is ignored. A document listed twice for one question is an error. The run's
+    name defaults to the tag of the last line (trec_eval's runid).
     """
     q, d, s, where = [], [], [], []
     tag = None
@@ -67,7 +69,7 @@ def read_trec_run(path: str | Path, name: str | None = None) -> Run:
         d.append(fields[2])
         s.append(score)
         where.append(number)
-        tag = tag or fields[5]
+        tag = fields[5]
     frame = pd.DataFrame({"q": pd.array(q, dtype=object), "d": pd.array(d, dtype=object), "s": s, "line": where})
     dup = frame.duplicated(["q", "d"], keep="first")
     if dup.any():

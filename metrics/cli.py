@@ -1,0 +1,179 @@
+"""``python -m metrics QRELS RUN``: trec_eval's command line over rankscope's metrics.
+
+Output is ``measure<TAB>query<TAB>value`` in trec_eval's layout (name left-justified to 22 characters, values
+to 4 decimals, counts as integers, measures in trec_eval's order whatever the order of ``-m``), so it can be
+diffed line for line against trec_eval. One difference is deliberate: a judged query without any relevant
+judgment at the level is left out of the means and named on stderr (trec_eval would score it 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from metrics.errors import InputError
+from metrics.evaluate import EvalSettings, evaluate
+from metrics.judged import judged_only
+from metrics.qrels import Qrels
+from metrics.run import Run
+from metrics.spec import MetricSpec, parse_trec_measure, trec_form
+from metrics.trec import read_trec_qrels, read_trec_run
+
+PROG = "python -m metrics"
+COUNTS = ("num_ret", "num_rel", "num_rel_ret")
+SUMMARY_ONLY = ("runid", "num_q")
+# trec_eval prints its measures in this order, whatever the order they were asked for in
+ORDER = ("runid", "num_q", *COUNTS, "map", "Rprec", "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "success")
+FAMILY = {"map": "map", "r_precision": "Rprec", "mrr": "recip_rank", "precision": "P", "recall": "recall",
+          "hit_rate": "success"}
+OFFICIAL = ("runid", "num_q", *COUNTS, "map", "Rprec", "recip_rank", "P")
+NICKNAMES = {
+    # trec_eval's default set, less the measures rankscope does not compute (gm_map, bpref, iprec_at_recall)
+    "official": OFFICIAL,
+    # every trec_eval measure rankscope computes, at trec_eval's default cutoffs
+    "all_trec": (*OFFICIAL, "recall", "ndcg", "ndcg_cut", "success"),
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One printed measure: its printed name and, for a metric (not a count), its spec."""
+
+    name: str
+    family: str
+    spec: MetricSpec | None = None
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return ORDER.index(self.family), (self.spec.k or 0) if self.spec else 0
+
+
+def columns(texts: Sequence[str]) -> list[Column]:
+    """Parse ``-m`` values (trec_eval names, rankscope names, nicknames) into printed columns, trec_eval's order.
+
+    A trec_eval form prints under its trec_eval name (``P_5``), a rankscope form under its own (``precision@5``).
+    """
+    out: dict[str, Column] = {}
+    for text in [t for raw in texts for t in NICKNAMES.get(raw.strip(), (raw,))]:
+        text = text.strip()
+        if text in ORDER[:5]:
+            out.setdefault(text, Column(text, text))
+            continue
+        try:
+            specs = parse_trec_measure(text)
+        except InputError as err:
+            hint = ""
+            if err.reason.startswith(("unknown", "cannot read metric")):
+                hint = f"; trec_eval names known: {', '.join(ORDER)}, {', '.join(NICKNAMES)}"
+            raise InputError(f"-m {text}: {err.reason}{hint}") from None
+        trec = trec_form(text) is not None
+        for spec in specs:
+            family = FAMILY.get(spec.measure) or ("ndcg" if spec.k is None else "ndcg_cut")
+            name = spec.trec_name if trec else spec.name
+            out.setdefault(name, Column(name, family, spec))
+    return sorted(out.values(), key=lambda c: c.order)
+
+
+def _line(name: str, query: str, value: object) -> str:
+    shown = f"{value:.4f}" if isinstance(value, float) else str(value)
+    return f"{name:<22}\t{query}\t{shown}"
+
+
+def report(
+    qrels: Qrels, run: Run, cols: Sequence[Column], per_query: bool = False, complete: bool = False, level: int = 1
+) -> tuple[list[str], list[str]]:
+    """The output lines and the notes for stderr.
+
+    Queries counted: those with a relevant judgment (grade >= ``level``) that are in the run, or all of them
+    with ``complete`` (trec_eval's -c: a judged query missing from the run scores 0).
+    """
+    if level < 0:
+        raise InputError(f"the relevance level must be 0 or more, not {level}")
+    specs = list(dict.fromkeys(c.spec for c in cols if c.spec is not None))
+    settings = EvalSettings(level=level, missing="zero" if complete else "skip")
+    ev = evaluate(run, qrels, specs, settings, query_ids=qrels.judged_queries())
+    if len(ev.per_query.index) == 0:
+        raise InputError("no query has both results and a relevant judgment" if not complete
+                         else f"no query has a relevant judgment at level {level}")
+    queries = sorted(ev.per_query.index, key=lambda q: str(q).encode())
+    in_run = set(run.query_ids.tolist())
+    left_out = [q for q in ev.without_judgments if complete or q in in_run]
+    notes = []
+    if left_out:
+        notes.append(f"note: {len(left_out)} judged quer{'y has' if len(left_out) == 1 else 'ies have'} no relevant "
+                     f"judgment at level {level}, left out of the means (trec_eval would score them 0): "
+                     + " ".join(sorted(left_out)))
+
+    def value(col: Column, rows: list[str]) -> object:
+        if col.family == "runid":
+            return run.name
+        if col.family == "num_q":
+            return len(rows)
+        if col.spec is None:
+            return int(ev.counts.loc[rows, col.family].sum())
+        return float(np.mean(ev.per_query.loc[rows, col.spec.name].to_numpy()))
+
+    lines = []
+    if per_query:
+        for q in queries:
+            lines.extend(_line(c.name, q, value(c, [q])) for c in cols if c.family not in SUMMARY_ONLY)
+    lines.extend(_line(c.name, "all", value(c, queries)) for c in cols)
+    return lines, notes
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line on stderr, status 2 (argparse adds the usage)
+        self.exit(2, f"{self.prog}: {message} (see --help)\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog=PROG, description="Evaluate a TREC run against TREC qrels, printing trec_eval's layout.")
+    p.add_argument("qrels", help="judgments: 'qid iter docno relevance' lines")
+    p.add_argument("run", help="results: 'qid Q0 docno rank score tag' lines (ordered by score desc, docno desc)")
+    p.add_argument("-m", dest="measures", action="append", metavar="MEASURE",
+                   help="trec_eval name (map, recip_rank, P_5, P.5,10, recall.5,100, ndcg_cut, ndcg, success.1,5,10, "
+                        "Rprec, num_q, num_ret, num_rel, num_rel_ret, runid, 'official', 'all_trec') or rankscope "
+                        "name (ndcg@5, hit_rate@3, mrr); repeatable. Default: official")
+    p.add_argument("-q", dest="per_query", action="store_true", help="also print each query's values")
+    p.add_argument("-c", dest="complete", action="store_true",
+                   help="average over every judged query: one missing from the run scores 0")
+    p.add_argument("-l", dest="level", type=int, default=1, metavar="LEVEL",
+                   help="minimum grade that counts as relevant (default 1); nDCG keeps graded gains")
+    p.add_argument("-J", dest="judged_only", action="store_true",
+                   help="drop unjudged documents from each ranking before scoring (trec_eval's -J)")
+    p.add_argument("-M", dest="max_docs", type=int, metavar="N", help="score only the top N documents per query")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        cols = columns(args.measures or ["official"])
+        qrels = read_trec_qrels(args.qrels)
+        run = read_trec_run(args.run)
+        if args.max_docs is not None:
+            if args.max_docs < 1:
+                raise InputError(f"-M must be at least 1, not {args.max_docs}")
+            run = run.truncated(args.max_docs)
+        if args.judged_only:
+            run = judged_only(run, qrels)
+        lines, notes = report(qrels, run, cols, args.per_query, args.complete, args.level)
+    except InputError as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"{PROG}: {err.filename or Path(args.run)}: {err.strerror}", file=sys.stderr)
+        return 2
+    for note in notes:
+        print(note, file=sys.stderr)
+    try:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. piped into head
+        sys.stderr.close()
+    return 0

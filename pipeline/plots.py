@@ -1,0 +1,249 @@
+"""Plots of a sweep and of a run, as matplotlib Figures drawn from plain pandas inputs.
+
+Headless by construction: every figure is a ``matplotlib.figure.Figure`` on its own Agg canvas, never a
+pyplot figure, so nothing depends on (or changes) the process-wide backend and nothing needs closing.
+Each plot is titled, labels its axes with units, and stays legible from 14 to 1,000 questions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import MaxNLocator
+
+from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_bounds, resample_means
+from pipeline.diagnosis import CLASSES, LABELS
+
+# Above this many questions the rank heat map shows rank buckets per system instead of one row per question.
+HEATMAP_MAX_ROWS = 50
+# Rank buckets, best to worst, then "not retrieved": colour-blind-safe blues to oranges, grey for none.
+BUCKET_COLOURS = ("#08519c", "#6baed6", "#fdae6b", "#d94801")
+NOT_RETRIEVED_COLOUR = "#3a3a3a"
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """A Figure with its own Agg canvas (no pyplot state), laid out so labels are never clipped."""
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def means_bars(summary: pd.DataFrame, title: str = "Mean score per metric, 95% bootstrap intervals") -> Figure:
+    """Grouped bars: one group per metric, one bar per system, the 95% interval as an error bar.
+
+    ``summary`` is long: columns ``system``, ``metric``, ``mean``, ``ci_low``, ``ci_high`` (one row each).
+    """
+    _require(summary, ("system", "metric", "mean", "ci_low", "ci_high"), "summary")
+    systems = list(dict.fromkeys(summary["system"]))
+    metrics = list(dict.fromkeys(summary["metric"]))
+    table = summary.set_index(["system", "metric"])
+    fig = new_figure(max(6.0, 1.0 + 0.35 * len(systems) * len(metrics)) + 2.0, 4.5)
+    ax = fig.add_subplot()
+    width = 0.8 / len(systems)
+    x = np.arange(len(metrics))
+    colours = _palette(len(systems))
+    for s, system in enumerate(systems):
+        rows = table.reindex([(system, m) for m in metrics])
+        mean = rows["mean"].to_numpy(float)
+        err = np.vstack([mean - rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float) - mean])
+        ax.bar(x - 0.4 + width * (s + 0.5), mean, width, yerr=np.clip(err, 0, None), capsize=3, label=system,
+               color=colours[s], error_kw={"elinewidth": 1, "ecolor": "black"})
+    ax.set_xticks(x, metrics)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("metric (cutoff after @)")
+    ax.set_ylabel("mean over questions (score, 0–1)")
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(title="system", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    return fig
+
+
+def rank_bucket_labels(cutoff: int = 3, late_limit: int = 10) -> list[str]:
+    """Bucket names, best first: "1", "2–3", "4–10", "11+", "not retrieved" (for cutoff 3, limit 10)."""
+    labels = ["1"]
+    if cutoff > 1:
+        labels.append(f"2–{cutoff}" if cutoff > 2 else "2")
+    if late_limit > cutoff:
+        labels.append(f"{cutoff + 1}–{late_limit}" if late_limit > cutoff + 1 else str(late_limit))
+    labels += [f"{late_limit + 1}+", "not retrieved"]
+    return labels
+
+
+def rank_bucket_codes(ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10) -> np.ndarray:
+    """Each cell's bucket index into :func:`rank_bucket_labels` (0 = rank 1 ... last = not retrieved)."""
+    values = ranks.to_numpy(dtype=float, na_value=np.nan)
+    edges = [1.0] + ([float(cutoff)] if cutoff > 1 else []) + ([float(late_limit)] if late_limit > cutoff else [])
+    codes = np.searchsorted(np.array(edges), values, side="left")
+    return np.where((values <= 0) | np.isnan(values), len(edges) + 1, codes)
+
+
+def rank_buckets(ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10) -> pd.DataFrame:
+    """How many questions each system puts in each rank bucket (buckets x systems)."""
+    labels = rank_bucket_labels(cutoff, late_limit)
+    codes = rank_bucket_codes(ranks, cutoff, late_limit)
+    counts = np.stack([np.bincount(codes[:, j], minlength=len(labels)) for j in range(codes.shape[1])], axis=1)
+    return pd.DataFrame(counts, index=pd.Index(labels, name="rank of first relevant"), columns=ranks.columns)
+
+
+def first_relevant_heatmap(
+    ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10, max_rows: int = HEATMAP_MAX_ROWS
+) -> Figure:
+    """Rank of the first relevant document, questions x systems (0 or NaN = not retrieved, drawn in grey).
+
+    Up to ``max_rows`` questions: one annotated cell per question and system. Beyond, one row per rank
+    bucket and the share of questions in it, so 1,000 questions stay as readable as 14.
+    """
+    if ranks.shape[1] == 0:
+        raise ValueError("the heat map needs at least one system")
+    if len(ranks) <= max_rows:
+        return _heatmap_per_question(ranks, cutoff, late_limit)
+    return _heatmap_buckets(ranks, cutoff, late_limit)
+
+
+def _heatmap_per_question(ranks: pd.DataFrame, cutoff: int, late_limit: int) -> Figure:
+    labels = rank_bucket_labels(cutoff, late_limit)
+    codes = rank_bucket_codes(ranks, cutoff, late_limit)
+    colours = [*BUCKET_COLOURS[: len(labels) - 1], NOT_RETRIEVED_COLOUR]
+    fig = new_figure(3.5 + 1.1 * ranks.shape[1], 1.8 + 0.3 * len(ranks))
+    ax = fig.add_subplot()
+    ax.imshow(codes, cmap=ListedColormap(colours), vmin=-0.5, vmax=len(labels) - 0.5, aspect="auto",
+              interpolation="nearest")
+    values = ranks.to_numpy(dtype=float, na_value=np.nan)
+    for (i, j), code in np.ndenumerate(codes):
+        text = "–" if code == len(labels) - 1 else str(int(values[i, j]))
+        ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if code in (0, len(labels) - 1,
+                len(labels) - 2) else "black")
+    ax.set_xticks(range(ranks.shape[1]), [str(c) for c in ranks.columns], rotation=30, ha="right")
+    ax.set_yticks(range(len(ranks)), [str(q) for q in ranks.index])
+    ax.set_xlabel("system")
+    ax.set_ylabel("question id")
+    ax.set_title(f"Rank of the first relevant document ({len(ranks)} questions; – = not retrieved)")
+    ax.legend(handles=[Patch(color=c, label=lab) for c, lab in zip(colours, labels)], title="rank (position)",
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    return fig
+
+
+def _heatmap_buckets(ranks: pd.DataFrame, cutoff: int, late_limit: int) -> Figure:
+    counts = rank_buckets(ranks, cutoff, late_limit)
+    share = counts.to_numpy(float) / len(ranks)
+    last = len(counts) - 1
+    fig = new_figure(4.0 + 1.2 * ranks.shape[1], 1.8 + 0.55 * len(counts))
+    ax = fig.add_subplot()
+    is_missing_row = np.broadcast_to(np.arange(len(counts))[:, None] == last, share.shape)
+    ranked = np.ma.masked_array(share, mask=is_missing_row)
+    missing = np.ma.masked_array(share, mask=~is_missing_row)
+    image = ax.imshow(ranked, cmap="Blues", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+    ax.imshow(missing, cmap="Greys", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+    for (i, j), n in np.ndenumerate(counts.to_numpy()):
+        ax.text(j, i, f"{n}\n({share[i, j]:.0%})", ha="center", va="center", fontsize=8,
+                color="white" if share[i, j] > 0.55 else "black")
+    ax.axhline(last - 0.5, color="black", linewidth=1.5)
+    ax.add_patch(Rectangle((-0.5, last - 0.5), ranks.shape[1], 1, fill=False, hatch="//", edgecolor="#9a9a9a",
+                           linewidth=0))
+    ax.set_xticks(range(ranks.shape[1]), [str(c) for c in ranks.columns], rotation=30, ha="right")
+    ax.set_yticks(range(len(counts)), list(counts.index))
+    ax.set_xlabel("system")
+    ax.set_ylabel("rank of first relevant document (position)")
+    ax.set_title(f"Rank of the first relevant document, {len(ranks)} questions counted per rank bucket\n"
+                 "(hatched grey row = not retrieved)")
+    fig.colorbar(image, ax=ax, label="share of questions (0–1)")
+    return fig
+
+
+def best_pair(scores: pd.DataFrame) -> tuple[str, str]:
+    """The two systems (columns) with the highest mean, best first; ties by name."""
+    if scores.shape[1] < 2:
+        raise ValueError("a paired comparison needs at least two systems")
+    means = scores.mean()
+    order = sorted(means.index, key=lambda s: (-means[s], str(s)))
+    return order[0], order[1]
+
+
+def paired_bootstrap(
+    scores: pd.DataFrame,
+    metric: str,
+    pair: tuple[str, str] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> Figure:
+    """Bootstrap distribution of the mean paired difference (first minus second system of ``pair``).
+
+    ``scores`` holds one metric, questions x systems, aligned by question; ``pair`` defaults to the two best
+    systems. Resampling is metrics.bootstrap's (SPEC-exact), so the interval drawn is the one reported.
+    """
+    a, b = pair or best_pair(scores)
+    diff = (scores[a] - scores[b]).to_numpy(float)
+    means = resample_means(diff, resamples, seed)[:, 0]
+    low, high = (float(v[0]) for v in percentile_bounds(means[:, None], confidence))
+    mean = float(diff.mean())
+    fig = new_figure(9.5, 4.5)
+    ax = fig.add_subplot()
+    ax.hist(means, bins=min(60, max(10, int(np.sqrt(resamples)))), color="#6baed6", edgecolor="white",
+            linewidth=0.3, label=f"{resamples:,} resample means")
+    ax.axvspan(low, high, color="#fdae6b", alpha=0.3, zorder=0,
+               label=f"{confidence:.0%} interval [{low:+.3f}, {high:+.3f}]")
+    ax.axvline(low, color="#d94801", linewidth=1.2)
+    ax.axvline(high, color="#d94801", linewidth=1.2)
+    ax.axvline(mean, color="#08519c", linewidth=1.8, label=f"observed mean {mean:+.3f}")
+    ax.axvline(0.0, color="black", linestyle="--", linewidth=1.2, label="zero (no difference)")
+    verdict = "contains zero: not distinguishable" if low <= 0 <= high else "excludes zero"
+    ax.set_title(f"Paired bootstrap of {metric}: {a} − {b} ({len(diff)} questions)\n"
+                 f"{confidence:.0%} interval {verdict}")
+    ax.set_xlabel(f"mean per-question difference in {metric} (score points, 0–1 scale)")
+    ax.set_ylabel("resamples (count)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    return fig
+
+
+def metric_histogram(values: pd.Series, metric: str, system: str, bins: int = 10) -> Figure:
+    """Distribution of one per-question metric of one run, its mean marked (scores lie in [0, 1])."""
+    data = pd.Series(values, dtype=float).dropna().to_numpy()
+    fig = new_figure(6.5, 4.0)
+    ax = fig.add_subplot()
+    ax.hist(data, bins=np.linspace(0.0, 1.0, bins + 1), color="#6baed6", edgecolor="white")
+    if len(data):
+        ax.axvline(data.mean(), color="#d94801", linewidth=1.5, label=f"mean {data.mean():.3f}")
+        ax.legend(loc="upper center", fontsize="small")
+    ax.set_xlim(0, 1)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(f"{metric} per question ({len(data)} questions)\nsystem: {system}")
+    ax.set_xlabel(f"{metric} of a question (score, 0–1)")
+    ax.set_ylabel("questions (count)")
+    return fig
+
+
+def failure_bars(counts: Mapping[str, int], system: str, questions: int | None = None) -> Figure:
+    """Bar chart of failure-class counts (keys of pipeline.diagnosis.CLASSES) for one run."""
+    values = [int(counts.get(c, 0)) for c in CLASSES]
+    fig = new_figure(6.5, 4.0)
+    ax = fig.add_subplot()
+    bars = ax.bar([LABELS[c] for c in CLASSES], values, color=["#d94801", "#fdae6b", "#6baed6", "#08519c"])
+    ax.bar_label(bars, padding=2)
+    ax.set_ylim(0, max([*values, 1]) * 1.2)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    scope = f" of {questions}" if questions is not None else ""
+    ax.set_title(f"Questions{scope} per failure class (a question may carry several)\nsystem: {system}")
+    ax.set_xlabel("failure class")
+    ax.set_ylabel("questions (count)")
+    return fig
+
+
+def _palette(n: int) -> list:
+    cmap = colormaps["tab10" if n <= 10 else "tab20"]
+    return [cmap(i % cmap.N) for i in range(n)]
+
+
+def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} lacks column(s) {', '.join(missing)}")
+    if frame.empty:
+        raise ValueError(f"{what} is empty: nothing to plot")

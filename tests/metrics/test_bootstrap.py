@@ -1,0 +1,114 @@
+"""SPEC.md's paired bootstrap, reproduced exactly; the recipe itself, literally; BCa against an independent one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from metrics import evaluate
+from metrics.bootstrap import bootstrap_ci, paired_difference, resample_means
+from pipeline.beir import helpdesk
+from retrievers import BM25, LSA
+
+
+def spec_recipe(d: np.ndarray, resamples: int = 5000, seed: int = 0) -> tuple[float, float]:
+    """SPEC.md, word for word: default_rng(0), one rng.choice(d, size=len(d)) per resample in turn, sorted
+    means, the 126th and 4,875th values."""
+    rng = np.random.default_rng(seed)
+    means = sorted(rng.choice(d, size=len(d)).mean() for _ in range(resamples))
+    return means[125], means[4874]
+
+
+def test_spec_paired_bootstrap_bm25_minus_lsa_on_the_helpdesk():
+    collection = helpdesk()
+    per_question = {}
+    for retriever in (BM25(), LSA()):
+        run = retriever.index(collection).rank(collection.query_ids, collection.query_texts, depth=100)
+        ev = evaluate(run, collection.qrels, ["ndcg@5"], query_ids=collection.query_ids)
+        per_question[retriever.name] = ev.per_query["ndcg@5"]
+    bm25, lsa = per_question["bm25"], per_question["lsa"].loc[per_question["bm25"].index]
+    assert len(bm25) == 14
+    [interval] = paired_difference(bm25.to_numpy(), lsa.to_numpy())
+    assert (round(interval.mean, 3), round(interval.low, 3), round(interval.high, 3)) == (0.012, -0.081, 0.107)
+    assert not interval.excludes_zero()
+    low, high = spec_recipe(bm25.to_numpy() - lsa.to_numpy())
+    assert interval.low == pytest.approx(low, abs=1e-12)
+    assert interval.high == pytest.approx(high, abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 14, 101, 999, 3001])
+def test_the_chunked_one_call_draw_is_the_spec_stream(n):
+    """Odd sizes included: one rng.integers call per chunk must continue the same stream as one rng.choice per
+    resample (3001 questions spans several chunks)."""
+    d = np.random.default_rng(n).normal(size=n)
+    [interval] = bootstrap_ci(d)
+    low, high = spec_recipe(d)
+    assert interval.low == pytest.approx(low, abs=1e-12)
+    assert interval.high == pytest.approx(high, abs=1e-12)
+    assert interval.mean == pytest.approx(d.mean(), abs=1e-12)
+
+
+def test_columns_are_resampled_together_as_pairs():
+    rng = np.random.default_rng(3)
+    values = rng.random((40, 3))
+    together = bootstrap_ci(values)
+    for j in range(3):
+        [alone] = bootstrap_ci(values[:, j])
+        assert (together[j].low, together[j].high) == (alone.low, alone.high)
+        assert together[j].mean == pytest.approx(alone.mean, abs=1e-15)
+    means = resample_means(values)
+    assert means.shape == (5000, 3)
+    assert np.allclose(means[:, 0] - means[:, 1], resample_means(values[:, 0] - values[:, 1])[:, 0])
+
+
+def test_a_different_seed_or_confidence_changes_the_interval():
+    d = np.random.default_rng(5).normal(size=30)
+    [base] = bootstrap_ci(d)
+    [other_seed] = bootstrap_ci(d, seed=1)
+    [wider] = bootstrap_ci(d, confidence=0.99)
+    assert other_seed != base
+    assert wider.low < base.low and wider.high > base.high
+
+
+def textbook_bca(x: np.ndarray, resamples: int, seed: int, confidence: float) -> tuple[float, float]:
+    """Efron's BCa from its definition: bias-correction z0 from the resamples, acceleration from the jackknife."""
+    rng = np.random.default_rng(seed)
+    theta = x.mean()
+    boot = x[rng.integers(0, len(x), size=(resamples, len(x)))].mean(axis=1)
+    z0 = scipy.stats.norm.ppf((boot < theta).mean())
+    jack = (x.sum() - x) / (len(x) - 1)
+    dev = jack.mean() - jack
+    a = (dev**3).sum() / (6 * (dev**2).sum() ** 1.5)
+    alpha = (1 - confidence) / 2
+    quantiles = [scipy.stats.norm.cdf(z0 + (z0 + z) / (1 - a * (z0 + z)))
+                 for z in scipy.stats.norm.ppf([alpha, 1 - alpha])]
+    return tuple(np.quantile(boot, quantiles))
+
+
+def test_bca_is_close_to_an_independent_textbook_bca_and_to_scipy():
+    x = np.random.default_rng(11).exponential(size=60)  # skewed: BCa and percentile differ
+    [ours] = bootstrap_ci(x, method="bca")
+    low, high = textbook_bca(x, 200_000, 1, 0.95)
+    assert ours.low == pytest.approx(low, abs=0.02)
+    assert ours.high == pytest.approx(high, abs=0.02)
+    ref = scipy.stats.bootstrap((x,), np.mean, n_resamples=20_000, method="BCa",
+                                rng=np.random.default_rng(2)).confidence_interval
+    assert ours.low == pytest.approx(ref.low, abs=0.02)
+    assert ours.high == pytest.approx(ref.high, abs=0.02)
+    [percentile] = bootstrap_ci(x)
+    assert ours.high > percentile.high  # right skew: BCa shifts the interval up
+
+
+def test_bca_of_a_constant_column_is_that_constant():
+    [interval] = bootstrap_ci(np.full(10, 0.25), method="bca")
+    assert (interval.low, interval.high) == (0.25, 0.25)
+
+
+def test_bad_requests_are_refused():
+    with pytest.raises(ValueError, match="empty"):
+        bootstrap_ci(np.array([]))
+    with pytest.raises(ValueError, match="method"):
+        bootstrap_ci(np.ones(3), method="studentized")
+    with pytest.raises(ValueError, match="align"):
+        paired_difference(np.ones(3), np.ones(4))

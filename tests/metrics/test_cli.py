@@ -1,0 +1,177 @@
+"""`python -m metrics QRELS RUN`: trec_eval's command line, layout and flags; bad input is one line and status 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from metrics.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+QRELS = """\
+# judgments: q1 has two relevant documents, q2 one, q3 none, q4 is missing from the run
+q1 0 a 2
+q1 0 b 1
+q1 0 c 0
+
+q2 0 d 1
+q3 0 a 0
+q4 0 e 1
+"""
+RUN = """\
+q1 Q0 c 1 3.0 sys
+q1 Q0 a 2 2.0 sys
+q1 Q0 x 3 1.0 sys
+q2 Q0 x 1 2.0 sys
+q2 Q0 d 2 1.0 sys
+q3 Q0 a 1 1.0 sys
+q9 Q0 a 1 1.0 sys
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[str, str]:
+    (tmp_path / "qrels").write_text(QRELS)
+    (tmp_path / "run").write_text(RUN)
+    return str(tmp_path / "qrels"), str(tmp_path / "run")
+
+
+def cli(capsys, *args: str) -> tuple[int, list[str], list[str]]:
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out.splitlines(), err.splitlines()
+
+
+def test_lines_are_name_padded_to_22_then_query_then_value(capsys, files):
+    status, out, _ = cli(capsys, "-m", "recip_rank", "-m", "num_q", *files)
+    assert status == 0
+    assert out == ["num_q                 \tall\t2", "recip_rank            \tall\t0.5000"]
+
+
+def test_per_query_lines_come_first_in_query_order_then_all(capsys, files):
+    _, out, _ = cli(capsys, "-q", "-m", "P.1,2", *files)
+    assert [line.split("\t") for line in out] == [
+        ["P_1" + " " * 19, "q1", "0.0000"], ["P_2" + " " * 19, "q1", "0.5000"],
+        ["P_1" + " " * 19, "q2", "0.0000"], ["P_2" + " " * 19, "q2", "0.5000"],
+        ["P_1" + " " * 19, "all", "0.0000"], ["P_2" + " " * 19, "all", "0.5000"],
+    ]
+
+
+def test_measures_print_in_trec_eval_order_under_the_name_they_were_asked_by(capsys, files):
+    _, out, _ = cli(capsys, "-m", "ndcg@5", "-m", "success_1", "-m", "mrr", "-m", "P_5", "-m", "runid", *files)
+    assert [line.split("\t")[0].strip() for line in out] == ["runid", "mrr", "P_5", "ndcg@5", "success_1"]
+    assert out[0].endswith("\tall\tsys")
+
+
+def test_without_c_only_queries_in_both_files_count(capsys, files):
+    _, out, err = cli(capsys, "-q", "-m", "recip_rank", "-m", "num_q", *files)
+    assert [line.split("\t")[1] for line in out] == ["q1", "q2", "all", "all"]
+    assert out[-1].endswith("\t0.5000")  # (1/2 + 1/2) / 2
+    assert len(err) == 1 and "q3" in err[0] and "no relevant judgment" in err[0]
+
+
+def test_with_c_a_judged_query_missing_from_the_run_scores_zero(capsys, files):
+    _, out, _ = cli(capsys, "-q", "-c", "-m", "recip_rank", "-m", "num_q", *files)
+    assert "recip_rank            \tq4\t0.0000" in out
+    assert out[-2:] == ["num_q                 \tall\t3", "recip_rank            \tall\t0.3333"]
+
+
+def test_the_relevance_level_counts_only_higher_grades(capsys, files):
+    _, out, _ = cli(capsys, "-q", "-l2", "-m", "recip_rank", "-m", "num_rel", *files)
+    assert out == ["num_rel               \tq1\t1", "recip_rank            \tq1\t0.5000",
+                   "num_rel               \tall\t1", "recip_rank            \tall\t0.5000"]  # a (2) at rank 2
+
+
+def test_level_zero_makes_every_judged_document_relevant(capsys, files):
+    _, out, _ = cli(capsys, "-q", "-l0", "-m", "num_rel", "-m", "num_rel_ret", *files)
+    assert "num_rel               \tq1\t3" in out
+    assert "num_rel_ret           \tq3\t1" in out
+
+
+def test_max_docs_keeps_the_top_of_each_ranking(capsys, files):
+    _, out, _ = cli(capsys, "-q", "-M1", "-m", "num_ret", "-m", "recip_rank", *files)
+    assert "num_ret               \tq1\t1" in out
+    assert "recip_rank            \tq1\t0.0000" in out
+
+
+def test_judged_only_drops_unjudged_documents_before_ranking(capsys, files):
+    _, out, _ = cli(capsys, "-q", "-J", "-m", "recip_rank", *files)
+    assert "recip_rank            \tq2\t1.0000" in out  # x (unjudged) removed, d moves to rank 1
+
+
+def test_the_default_measures_are_trec_eval_official_ones(capsys, files):
+    _, out, _ = cli(capsys, *files)
+    names = [line.split("\t")[0].strip() for line in out]
+    assert names[:8] == ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank"]
+    assert names[8:] == [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["missing.qrels", "{run}"], "missing.qrels: no such file"),
+        (["{qrels}", "missing.run"], "missing.run: no such file"),
+        (["-m", "bpref", "{qrels}", "{run}"], "-m bpref: unknown metric"),
+        (["-m", "P.5,x", "{qrels}", "{run}"], "cutoffs"),
+        (["-l-1", "{qrels}", "{run}"], "relevance level"),
+        (["-M0", "{qrels}", "{run}"], "-M"),
+        (["-l", "two", "{qrels}", "{run}"], "invalid int value"),
+        (["{qrels}"], "required"),
+        (["--frobnicate", "{qrels}", "{run}"], "unrecognized"),
+    ],
+)
+def test_bad_arguments_are_one_line_on_stderr_and_status_2(capsys, files, args, says):
+    qrels, run = files
+    status = None
+    try:
+        status = main([a.format(qrels=qrels, run=run) for a in args])
+    except SystemExit as exit_:  # argparse's own errors
+        status = exit_.code
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert out == ""
+    assert len(err.splitlines()) == 1, err
+    assert says in err
+
+
+@pytest.mark.parametrize(
+    ("which", "content", "line"),
+    [
+        ("qrels", "q1 0 a 1\nq1 0 b\n", 2),
+        ("qrels", "q1 0 a 1\n\nq1 0 b high\n", 3),
+        ("qrels", "q1 0 a 1\nq1 0 a 2\n", 2),
+        ("run", "q1 Q0 a 1 1.0 s\nq1 Q0 b 2 s\n", 2),
+        ("run", "q1 Q0 a 1 one s\n", 1),
+        ("run", "q1 Q0 a 1 1.0 s\nq1 Q0 a 2 0.5 s\n", 2),
+    ],
+)
+def test_a_malformed_file_is_named_with_its_line(capsys, files, tmp_path, which, content, line):
+    bad = tmp_path / f"bad.{which}"
+    bad.write_text(content)
+    qrels, run = files
+    status, out, err = cli(capsys, *((str(bad), run) if which == "qrels" else (qrels, str(bad))))
+    assert status == 2 and out == []
+    assert len(err) == 1 and f"{bad}:{line}:" in err[0]
+
+
+def test_no_query_to_score_is_an_error_not_an_empty_table(capsys, files, tmp_path):
+    other = tmp_path / "other.run"
+    other.write_text("q9 Q0 a 1 1.0 s\n")
+    status, _, err = cli(capsys, files[0], str(other))
+    assert status == 2 and "no query" in err[0]
+
+
+def test_as_a_process_bad_input_gives_no_traceback(files, tmp_path):
+    bad = tmp_path / "bad.run"
+    bad.write_text("q1 Q0 a 1 1.0 s\nq1 Q0 b nan\n")
+    done = subprocess.run([sys.executable, "-m", "metrics", files[0], str(bad)], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and f"{bad}:2:" in done.stderr
+    assert "Traceback" not in done.stderr

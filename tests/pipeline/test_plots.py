@@ -1,0 +1,169 @@
+"""Plots: each figure renders headless, is titled and labelled, and draws the series it was given."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib.image
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.container import BarContainer, ErrorbarContainer
+
+from metrics.bootstrap import paired_difference
+from metrics.evaluate import evaluate
+from pipeline import plots
+from pipeline.html_report import figure_png
+from retrievers import BM25, LSA
+
+
+def rendered(fig) -> np.ndarray:
+    """The figure as an RGBA pixel array, through a real PNG encode and decode."""
+    png = figure_png(fig)
+    assert png.startswith(b"\x89PNG")
+    return matplotlib.image.imread(io.BytesIO(png), format="png")
+
+
+def assert_readable(fig, quantity: str | None = "y") -> np.ndarray:
+    """Titled, both axes labelled, the quantitative axis with its unit in parentheses, not a blank image."""
+    ax = fig.axes[0]
+    assert ax.get_title().strip()
+    assert ax.get_xlabel().strip() and ax.get_ylabel().strip()
+    if quantity:
+        assert "(" in (ax.get_xlabel() if quantity == "x" else ax.get_ylabel())
+    pixels = rendered(fig)
+    assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100
+    assert pixels[..., :3].std() > 0.05
+    return pixels
+
+
+@pytest.fixture(scope="module")
+def ndcg(helpdesk_collection):
+    """Per-question nDCG@5 of BM25 and LSA on the help-desk corpus (questions x systems)."""
+    c = helpdesk_collection
+    columns = {}
+    for name, retriever in (("BM25", BM25()), ("LSA", LSA())):
+        run = retriever.index(c).rank(c.query_ids, c.query_texts, 100)
+        columns[name] = evaluate(run, c.qrels, ["ndcg@5"]).per_query["ndcg@5"]
+    return pd.DataFrame(columns)
+
+
+SUMMARY = pd.DataFrame(
+    [
+        {"system": s, "metric": m, "mean": mean, "ci_low": mean - 0.1, "ci_high": min(1.0, mean + 0.05)}
+        for s, base in (("bm25", 0.6), ("lsa", 0.5), ("rrf", 0.7))
+        for m, mean in (("hit_rate@3", base + 0.2), ("mrr", base + 0.1), ("ndcg@5", base))
+    ]
+)
+
+
+def test_means_bars_one_bar_and_one_error_bar_per_system_and_metric():
+    fig = plots.means_bars(SUMMARY)
+    ax = fig.axes[0]
+    assert_readable(fig)
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    errors = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert [b.get_label() for b in bars] == ["bm25", "lsa", "rrf"]
+    assert len(errors) == 3 and all(len(b) == 3 for b in bars)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["hit_rate@3", "mrr", "ndcg@5"]
+    rrf = SUMMARY[SUMMARY["system"] == "rrf"]
+    assert [p.get_height() for p in bars[2]] == pytest.approx(rrf["mean"].tolist())
+    segments = errors[2].lines[2][0].get_segments()  # one vertical segment per bar: (x, low) -> (x, high)
+    assert [s[0][1] for s in segments] == pytest.approx(rrf["ci_low"].tolist())
+    assert [s[1][1] for s in segments] == pytest.approx(rrf["ci_high"].tolist())
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["bm25", "lsa", "rrf"]
+
+
+def test_means_bars_rejects_a_table_without_intervals():
+    with pytest.raises(ValueError, match="ci_low"):
+        plots.means_bars(SUMMARY.drop(columns=["ci_low"]))
+
+
+def test_rank_buckets_split_at_the_cutoff_and_ten():
+    ranks = pd.DataFrame({"a": [1, 2, 3, 4, 10, 11, 0], "b": [1, 1, 1, 1, 1, 1, 1]})
+    assert plots.rank_bucket_labels() == ["1", "2–3", "4–10", "11+", "not retrieved"]
+    counts = plots.rank_buckets(ranks)
+    assert counts["a"].tolist() == [1, 2, 2, 1, 1]
+    assert counts["b"].tolist() == [7, 0, 0, 0, 0]
+
+
+def test_heatmap_of_the_help_desk_ranks_marks_not_retrieved_distinctly():
+    # SPEC.md's table of first relevant ranks (0 = not retrieved)
+    ranks = pd.DataFrame({s: [1] * 14 for s in ("BM25", "LSA", "weighted", "RRF")},
+                         index=[f"q{i:02d}" for i in range(1, 15)])
+    ranks.loc["q01", "LSA"] = 2
+    ranks.loc["q02"] = 0
+    ranks.loc["q10"] = [0, 13, 0, 0]
+    ranks.loc["q12", "BM25"] = 2
+    fig = plots.first_relevant_heatmap(ranks)
+    ax = fig.axes[0]
+    assert_readable(fig, quantity=None)
+    assert ax.get_legend().get_title().get_text() == "rank (position)"
+    image = np.asarray(ax.images[0].get_array())
+    assert image.shape == (14, 4)
+    not_retrieved = len(plots.rank_bucket_labels()) - 1
+    assert (image == not_retrieved).sum() == 7 and image[1].tolist() == [not_retrieved] * 4
+    assert image[9].tolist() == [not_retrieved, 3, not_retrieved, not_retrieved]
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(ranks.index)
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(ranks.columns)
+    cell_texts = [t.get_text() for t in ax.texts]
+    assert cell_texts.count("–") == 7 and "13" in cell_texts
+    assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "not retrieved"
+
+
+def test_a_300_question_heat_map_renders_as_rank_buckets():
+    rng = np.random.default_rng(7)
+    ranks = pd.DataFrame({s: np.where(rng.random(300) < 0.1, 0, rng.integers(1, 30, 300)) for s in ("x", "y")},
+                         index=[f"q{i:03d}" for i in range(300)])
+    fig = plots.first_relevant_heatmap(ranks)
+    pixels = assert_readable(fig)
+    assert pixels.shape[0] < 1200  # a few bucket rows, not 300 unreadable ones
+    ax = fig.axes[0]
+    counts = np.ma.filled(ax.images[0].get_array(), 0) + np.ma.filled(ax.images[1].get_array(), 0)
+    assert counts.shape == (5, 2) and counts.sum(axis=0) == pytest.approx([1.0, 1.0])
+    assert counts[-1] == pytest.approx([(ranks[s] == 0).mean() for s in ("x", "y")])
+    assert "300 questions" in ax.get_title()
+
+
+def test_paired_bootstrap_draws_the_spec_interval_and_zero(ndcg):
+    fig = plots.paired_bootstrap(ndcg, "ndcg@5", pair=("BM25", "LSA"))
+    ax = fig.axes[0]
+    assert_readable(fig)
+    assert "BM25 − LSA" in ax.get_title()
+    heights = [p.get_height() for p in ax.containers[0]]
+    assert sum(heights) == 5000  # every resample counted once
+    lines = {round(line.get_xdata()[0], 6) for line in ax.get_lines()}
+    expected = paired_difference(ndcg["BM25"].to_numpy(), ndcg["LSA"].to_numpy())[0]
+    assert {0.0, round(expected.low, 6), round(expected.high, 6), round(expected.mean, 6)} <= lines
+    # SPEC.md, "Paired bootstrap": +0.012 [-0.081, +0.107]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "95% interval [-0.081, +0.107]" in legend and "observed mean +0.012" in legend
+    assert "contains zero" in ax.get_title()
+
+
+def test_the_paired_plot_defaults_to_the_two_best_systems():
+    scores = pd.DataFrame({"low": [0.1, 0.2], "best": [0.9, 0.8], "second": [0.5, 0.9]})
+    assert plots.best_pair(scores) == ("best", "second")
+    assert "best − second" in plots.paired_bootstrap(scores, "mrr", resamples=200).axes[0].get_title()
+    with pytest.raises(ValueError):
+        plots.best_pair(scores[["low"]])
+
+
+def test_metric_histogram_counts_every_question_once(ndcg):
+    fig = plots.metric_histogram(ndcg["BM25"], "ndcg@5", "BM25")
+    ax = fig.axes[0]
+    assert_readable(fig)
+    heights = [p.get_height() for p in ax.patches]
+    assert len(heights) == 10 and sum(heights) == 14
+    assert heights[0] == (ndcg["BM25"] < 0.1).sum()  # q02 and q10 score 0
+    assert "ndcg@5" in ax.get_xlabel() and "BM25" in ax.get_title()
+
+
+def test_failure_bars_show_each_class_count():
+    fig = plots.failure_bars({"vocabulary_gap": 1, "homonymy": 2, "late_rank": 0, "duplicates": 4}, "bm25", 14)
+    ax = fig.axes[0]
+    assert_readable(fig)
+    assert [p.get_height() for p in ax.patches] == [1, 2, 0, 4]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["vocabulary gap", "surface homonymy", "late rank",
+                                                          "duplicates"]
+    assert "of 14 per failure class" in ax.get_title() and "bm25" in ax.get_title()
