@@ -7,6 +7,7 @@ to the digit. One set of resample indices serves every metric column at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,10 +31,12 @@ class Interval:
         return self.low > 0 or self.high < 0
 
 
-def resample_means(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> np.ndarray:
+def resample_means(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                   progress: Callable[[int], object] | None = None) -> np.ndarray:
     """Means of ``resamples`` bootstrap resamples of the rows of ``values`` (questions x columns).
 
-    Returns (resamples x columns). Rows are resampled together, so paired columns stay paired.
+    Returns (resamples x columns). Rows are resampled together, so paired columns stay paired. ``progress`` is
+    told how many resamples each chunk completed (a progress bar's ``update``).
     """
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
@@ -51,6 +54,8 @@ def resample_means(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed:
         block = rng.integers(0, n, size=(stop - start, n))
         for j, column in enumerate(columns):
             out[start:stop, j] = np.take(column, block).mean(axis=1)
+        if progress is not None:
+            progress(stop - start)
     return out
 
 
@@ -70,15 +75,17 @@ def bootstrap_ci(
     seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
     method: str = "percentile",
+    progress: Callable[[int], object] | None = None,
 ) -> list[Interval]:
-    """A confidence interval for each column's mean (a 1-d input gives one interval)."""
+    """A confidence interval for each column's mean (a 1-d input gives one interval); ``progress`` as in
+    :func:`resample_means` (percentile method only)."""
     values = np.asarray(values, dtype=np.float64)
     columns = values[:, None] if values.ndim == 1 else values
     if columns.shape[0] == 0:
         raise ValueError("cannot bootstrap an empty set of questions")
     mean = columns.mean(axis=0)
     if method == "percentile":
-        low, high = percentile_bounds(resample_means(columns, resamples, seed), confidence)
+        low, high = percentile_bounds(resample_means(columns, resamples, seed, progress), confidence)
     elif method == "bca":
         low, high = _bca(columns, resamples, seed, confidence)
     else:

@@ -12,6 +12,7 @@ import numpy as np
 
 from metrics.errors import InputError
 from metrics.qrels import Qrels
+from pipeline import progress
 from pipeline.collection import Collection
 
 SHOWN = 5  # how many offending ids a message lists before "and N more"
@@ -30,8 +31,10 @@ def _open_text(path: Path):
 
 def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
     """Stream ``(line, _id, text)``; a title is prepended to the text as BEIR does."""
-    with _open_text(path) as handle:
+    size = path.stat().st_size if path.suffix != ".gz" else None  # characters read track bytes closely enough
+    with _open_text(path) as handle, progress.ticker(size, f"reading {path.name}", "B", unit_scale=True) as tick:
         for number, line in enumerate(handle, 1):
+            tick(len(line))
             if not line.strip():
                 continue
             try:

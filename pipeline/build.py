@@ -30,6 +30,7 @@ from pipeline.schema import (
 )
 from retrievers import BM25, LSA, RRF, Retriever, RunFile, Tokenizer, WeightedSum
 from retrievers.base import ScoringRetriever
+from retrievers.cache import parse_size
 from retrievers.text import default_stopwords
 
 
@@ -40,6 +41,11 @@ def check_config(cfg: DictConfig) -> None:
     if missing:
         hint = " (e.g. corpus.path=FOLDER)" if "corpus.path" in missing else ""
         raise InputError(f"missing required value(s): {', '.join(missing)}{hint}")
+    if "cache" in cfg:
+        try:
+            parse_size(cfg.cache.limit)
+        except ValueError as exc:
+            raise InputError(f"cache.limit: {exc}") from None
 
 
 def _check_known_keys(node: Any, path: str) -> None:

@@ -21,7 +21,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from pipeline import schema
+from pipeline import progress, schema
 from pipeline.context import JobContext
 from pipeline.redact import one_line, redact_std_streams, redact_text
 from pipeline.runner import PROG, JobFailed, run_job
@@ -81,6 +81,7 @@ def task(cfg: DictConfig) -> str | None:
         overrides=[unescape(o) for o in hydra_cfg.overrides.task],
         choices={str(k): str(v) for k, v in hydra_cfg.runtime.choices.items() if v is not None},
     )
+    progress.configure(bool(cfg.get("quiet", False)), ctx.choices.get("hydra/launcher", "basic"))
     try:
         return run_job(cfg, ctx)
     except JobFailed:

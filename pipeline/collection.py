@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from metrics.qrels import Qrels
 
@@ -26,7 +27,7 @@ class Collection:
     split: str = "test"
     notes: list[str] = field(default_factory=list)
 
-    @property
+    @cached_property
     def digest(self) -> str:
         """One digest for documents, questions and judgments together: runs on different data never match."""
         h = hashlib.sha256()
@@ -34,11 +35,11 @@ class Collection:
             h.update(part.encode())
         return h.hexdigest()[:16]
 
-    @property
+    @cached_property  # computed once: hashing a million documents takes a second, and several stages ask
     def corpus_digest(self) -> str:
         return _digest(self.doc_ids, self.doc_texts)
 
-    @property
+    @cached_property
     def queries_digest(self) -> str:
         return _digest(self.query_ids, self.query_texts)
 

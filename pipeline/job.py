@@ -16,18 +16,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
 from metrics.bootstrap import Interval, bootstrap_ci
 from metrics.errors import InputError
 from metrics.evaluate import Evaluation, evaluate
 from metrics.run import PAD, Run
 from metrics.trec import write_trec_run
-from pipeline.build import MetricPlan, check_config, load_collection, make_retriever, make_tokenizer, metric_plan, plain
+from pipeline import progress
+from pipeline.build import MetricPlan, check_config, make_retriever, make_tokenizer, metric_plan, plain
+from pipeline.chunked import rank_in_chunks
 from pipeline.collection import Collection
 from pipeline.redact import redact_tree
+from pipeline.reuse import JobReuse
 from retrievers import Retriever
-from retrievers.cache import CachedDocuments, TermCountCache, default_cache_dir
 
 TOP_SHOWN = 3  # top document ids kept per question in the per-question table
 
@@ -52,9 +53,10 @@ class JobResult:
     intervals: dict[str, Interval]  # metric name ('ndcg@5') -> mean with its bootstrap interval
     table: pd.DataFrame  # one row per evaluated question: see per_question_table()
     seconds: dict[str, float] = field(default_factory=dict)
+    reused: dict[str, int] = field(default_factory=dict)  # pipeline.reuse counters: what this job computed/reused
 
     def metrics(self) -> dict[str, float]:
-        """The run's MLflow metrics: each mean and its bounds, question counts and stage timings."""
+        """The run's MLflow metrics: each mean and its bounds, question counts, stage timings, reuse counts."""
         out: dict[str, float] = {}
         for spec in self.plan.specs:
             interval = self.intervals[spec.name]
@@ -68,6 +70,7 @@ class JobResult:
         out["queries/no_results"] = int((self.table["retrieved"] == 0).sum())
         out["corpus/documents"] = len(self.collection.doc_ids)
         out.update({f"time/{stage}_s": round(s, 4) for stage, s in self.seconds.items()})
+        out.update({f"cache/{name}": count for name, count in self.reused.items()})
         return out
 
     def means_frame(self) -> pd.DataFrame:
@@ -80,7 +83,7 @@ class _Stages:
 
     def __init__(self, names: list[str], label: str):
         self.seconds: dict[str, float] = {}
-        self._bar = tqdm(total=len(names), desc=label, unit="stage", delay=2.0, disable=None, leave=False)
+        self._bar = progress.bar(len(names), label, "stage")
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -95,26 +98,33 @@ class _Stages:
 
 
 def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str) -> JobResult:
-    """Run one configured study end to end (no logging). Bad input raises :class:`InputError`."""
+    """Run one configured study end to end (no logging). Bad input raises :class:`InputError`.
+
+    Work that does not depend on what a sweep varies (loading, tokenising, fusion components' rankings) is shared
+    with the other jobs of this process, and term counts with other processes, through :mod:`pipeline.reuse`.
+    """
     check_config(cfg)
     plan = metric_plan(cfg.metrics)
     tokenizer = make_tokenizer(cfg.text, launch_dir)
     retriever = make_retriever(cfg.retriever, tokenizer, launch_dir)
     if cfg.depth < 1:
         raise InputError(f"depth must be at least 1, got {cfg.depth}")
+    reuse = JobReuse(cfg, tokenizer, launch_dir)
     stages = _Stages(["load", "index", "rank", "evaluate", "bootstrap"], system)
     try:
         with stages.stage("load"):
-            collection = load_collection(cfg.corpus, launch_dir)
+            collection = reuse.collection(cfg.corpus, launch_dir)
         with stages.stage("index"):
             try:
-                retriever.index(_documents(collection, cfg))
+                reuse.share_components(retriever, cfg.retriever, collection)
+                retriever.index(reuse.documents(collection))
             except ValueError as exc:  # e.g. LSA dims beyond what the corpus allows
                 if isinstance(exc, InputError):
                     raise
                 raise InputError(f"retriever {retriever.name}: {exc}") from None
         with stages.stage("rank"):
-            run = retriever.rank(collection.query_ids, collection.query_texts, cfg.depth)
+            run = rank_in_chunks(reuse.ranking(retriever, cfg.retriever, collection), collection.query_ids,
+                                 collection.query_texts, cfg.depth, len(collection.doc_ids), f"ranking ({system})")
         with stages.stage("evaluate"):
             evaluation = evaluate(run, collection.qrels, plan.specs, plan.settings, query_ids=collection.query_ids)
             if evaluation.per_query.empty:
@@ -123,21 +133,14 @@ def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str) -> JobResult:
         with stages.stage("bootstrap"):
             names = [s.name for s in plan.specs]
             values = evaluation.per_query[names].to_numpy(dtype=np.float64)
-            found = bootstrap_ci(values, plan.resamples, plan.seed, plan.confidence, plan.method)
+            with progress.ticker(plan.resamples, "bootstrap", "resample", unit_scale=True) as tick:
+                found = bootstrap_ci(values, plan.resamples, plan.seed, plan.confidence, plan.method, progress=tick)
             intervals = dict(zip(names, found))
     finally:
         stages.close()
     table = per_question_table(collection, run, evaluation)
-    return JobResult(system, collection, retriever, run, evaluation, plan, intervals, table, stages.seconds)
-
-
-def _documents(collection: Collection, cfg: DictConfig):
-    """The corpus as retrievers see it: through the term-count cache when enabled (sweeps reuse tokens)."""
-    if not cfg.cache.enabled:
-        return collection
-    directory = Path(cfg.cache.dir).expanduser() if cfg.cache.dir else default_cache_dir()
-    return CachedDocuments(collection.doc_ids, collection.doc_texts, collection.corpus_digest,
-                           TermCountCache(directory))
+    return JobResult(system, collection, retriever, run, evaluation, plan, intervals, table, stages.seconds,
+                     reuse.counters())
 
 
 def per_question_table(collection: Collection, run: Run, evaluation: Evaluation) -> pd.DataFrame:

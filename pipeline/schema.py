@@ -150,10 +150,15 @@ class TextConfig:
 
 @dataclass
 class CacheConfig:
-    """retrievers/cache.py: term counts reused across sweep points; ``dir`` null = the user cache folder."""
+    """retrievers/cache.py: term counts reused across sweep points and processes (see pipeline/reuse.py).
+
+    ``dir`` null: $RANKSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/rankscope, else ~/.cache/rankscope. ``limit``: the
+    folder's size cap (oldest-used files go first), e.g. 4GiB or 500MiB. ``enabled=false``: tokenise every job.
+    """
 
     enabled: bool = True
     dir: str | None = None
+    limit: str = "4GiB"
 
 
 @dataclass
@@ -174,6 +179,7 @@ class Config:
     cache: CacheConfig = field(default_factory=CacheConfig)
     depth: int = 100  # ranking depth: how many documents each question's ranking keeps
     study: str | None = None  # a sweep's name (experiment files set it); names the parent MLflow run
+    quiet: bool = False  # no progress bars (they are drawn only on a terminal, and only in the driver's process)
 
 
 RETRIEVER_SCHEMAS: dict[str, type] = {

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 from mlflow import MlflowClient
-from tqdm import tqdm
 
 from metrics.comparison import compare
 from metrics.spec import MetricSpec
+from pipeline import progress
 from pipeline.job import PER_QUESTION_FILE
 from pipeline.tracking import TAG_CORPUS_DIGEST, TAG_ERROR, TAG_SYSTEM
 
@@ -85,7 +85,7 @@ def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> 
     _unique_names(systems)
     done = [s for s in systems if s.status == "FINISHED"]
     with tempfile.TemporaryDirectory() as tmp:
-        for system in tqdm(done, desc="reading runs", unit="run", delay=2.0, disable=None, leave=False):
+        for system in progress.iterate(done, len(done), "reading runs", "run"):
             try:
                 local = client.download_artifacts(system.run_id, PER_QUESTION_FILE, tmp)
             except Exception as exc:  # a finished run without its table cannot be compared: report, go on

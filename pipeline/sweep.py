@@ -23,6 +23,7 @@ from omegaconf import DictConfig, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from metrics.errors import InputError
+from pipeline import progress
 from pipeline.build import check_config, metric_plan
 from pipeline.context import SweepHandle
 from pipeline.redact import one_line, redact_text
@@ -89,6 +90,7 @@ class MlflowSweep(Callback):
         self.handle: SweepHandle | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        progress.configure(bool(config.get("quiet", False)))  # the driver's own bars (reading runs back)
         launch_dir = Path(config.hydra.runtime.cwd)
         sweep_dir = (launch_dir / str(config.hydra.sweep.dir)).resolve()
         overrides, varying = sweep_overrides(list(config.hydra.overrides.task), config.hydra.sweeper.get("params"))

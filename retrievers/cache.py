@@ -7,9 +7,12 @@ file is rebuilt, never trusted), loaded without pickle, and evicted oldest-first
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import re
 import tempfile
+import warnings
 import zipfile
 from collections import Counter
 from collections.abc import Sequence
@@ -23,6 +26,20 @@ from retrievers.text import TermCounts, Tokenizer, term_counts
 
 FORMAT_VERSION = "1"
 DEFAULT_LIMIT_BYTES = 4 * 2**30
+MEMORY_ENTRIES = 2  # term-count matrices a process keeps in memory (a 1M-document corpus: ~1 GB each)
+
+
+SIZE_UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "KIB": 2**10, "M": 2**20, "MB": 2**20, "MIB": 2**20,
+              "G": 2**30, "GB": 2**30, "GIB": 2**30, "T": 2**40, "TB": 2**40, "TIB": 2**40}
+
+
+def parse_size(text: str | int) -> int:
+    """``4GiB``, ``500 MB``, ``1.5G`` or a number of bytes (binary units: 1 GB = 2**30 bytes)."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*", str(text))
+    unit = match.group(2).upper() if match else None
+    if match is None or unit not in SIZE_UNITS:
+        raise ValueError(f"{text!r} is not a size (write e.g. 4GiB, 500MiB or a number of bytes)")
+    return int(float(match.group(1)) * SIZE_UNITS[unit])
 
 
 def default_cache_dir() -> Path:
@@ -33,13 +50,13 @@ def default_cache_dir() -> Path:
     return Path(base) / "rankscope"
 
 
+@functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    try:
-        from importlib.metadata import version
+    """A digest of the code that turns texts into term counts (``retrievers/text.py``): editing it, in a checkout
+    or by upgrading rankscope, invalidates every cached entry."""
+    import retrievers.text
 
-        return version("rankscope")
-    except Exception:  # not installed: running from a checkout
-        return "dev"
+    return hashlib.sha256(Path(retrievers.text.__file__).read_bytes()).hexdigest()[:12]
 
 
 @dataclass
@@ -48,6 +65,7 @@ class TermCountCache:
 
     directory: Path | None = None
     limit_bytes: int = DEFAULT_LIMIT_BYTES
+    memory_entries: int = MEMORY_ENTRIES
     stats: Counter = field(default_factory=Counter)
     _memory: dict[str, TermCounts] = field(default_factory=dict)
 
@@ -59,6 +77,7 @@ class TermCountCache:
         key = self.key(corpus_digest, tokenizer)
         if key in self._memory:
             self.stats["memory_hits"] += 1
+            self._memory[key] = self._memory.pop(key)  # most recently used last
             return self._memory[key]
         counts = self._load(key) if self.directory is not None else None
         if counts is not None:
@@ -67,8 +86,14 @@ class TermCountCache:
             counts = term_counts(doc_ids, texts, tokenizer)
             self.stats["tokenised"] += 1
             if self.directory is not None:
-                self._store(key, counts)
+                try:
+                    self._store(key, counts)
+                except OSError as exc:  # a read-only or full disk costs the next job time, not this one its result
+                    warnings.warn(f"term-count cache not written to {self.directory}: {exc}", RuntimeWarning,
+                                  stacklevel=2)
         self._memory[key] = counts
+        while len(self._memory) > max(1, self.memory_entries):
+            del self._memory[next(iter(self._memory))]
         return counts
 
     def path(self, key: str) -> Path:

@@ -2,16 +2,38 @@
 
 from __future__ import annotations
 
+import weakref
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.preprocessing import normalize
 
 from retrievers.base import Documents, NotIndexedError, ScoringRetriever, counts_of
 from retrievers.text import TermCounts, Tokenizer
+
+# The TF-IDF weighting depends only on the term counts, not on ``dims``: one per counts object, shared by every
+# LSA indexed on it (a sweep over dims, a fusion's LSA component). Dropped with the counts.
+_TFIDF: dict[int, tuple[weakref.ref, TfidfTransformer, sp.csr_matrix]] = {}
+TFIDF_STATS: Counter = Counter()  # computed / reused
+
+
+def tfidf_of(terms: TermCounts) -> tuple[TfidfTransformer, sp.csr_matrix]:
+    """The fitted TF-IDF transformer and the documents' TF-IDF matrix for ``terms``, computed once."""
+    kept = _TFIDF.get(id(terms))
+    if kept is not None and kept[0]() is terms:
+        TFIDF_STATS["reused"] += 1
+        return kept[1], kept[2]
+    transformer = TfidfTransformer().fit(terms.counts)
+    matrix = transformer.transform(terms.counts)
+    key = id(terms)
+    _TFIDF[key] = (weakref.ref(terms, lambda _: _TFIDF.pop(key, None)), transformer, matrix)
+    TFIDF_STATS["computed"] += 1
+    return transformer, matrix
 
 
 @dataclass
@@ -40,9 +62,9 @@ class LSA(ScoringRetriever):
                 f"LSA dims={self.dims} is too large for {terms.counts.shape[0]} documents and "
                 f"{terms.counts.shape[1]} terms (at most {limit} with algorithm={self.algorithm!r})"
             )
-        self._tfidf = TfidfTransformer().fit(terms.counts)
+        self._tfidf, weighted = tfidf_of(terms)
         self._svd = TruncatedSVD(n_components=self.dims, algorithm=self.algorithm, random_state=self.seed)
-        doc_vectors = normalize(self._svd.fit_transform(self._tfidf.transform(terms.counts)))
+        doc_vectors = normalize(self._svd.fit_transform(weighted))
         order = terms.id_order
         self.doc_ids = terms.doc_ids[order]
         self._doc_vectors = doc_vectors[order]

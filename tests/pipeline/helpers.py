@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mlflow import MlflowClient
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -23,3 +25,19 @@ def run_pipeline(folder: Path, *args: str, env: dict[str, str] | None = None,
     """``python -m pipeline ARGS`` launched from ``folder``: the default store is ``<folder>/mlflow.db``."""
     return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=folder, env={**cli_env(folder), **(env or {})},
                           capture_output=True, text=True, timeout=timeout)
+
+
+def job_runs(folder: Path) -> list:
+    """The job runs (not the sweep's parent) of the store in ``folder``, in job order."""
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("rankscope")
+    runs = [r for r in client.search_runs([experiment.experiment_id]) if r.data.tags.get("rankscope.kind") != "sweep"]
+    return sorted(runs, key=lambda r: int(r.data.tags.get("rankscope.job", 0)))
+
+
+def counters(run) -> dict[str, int]:
+    return {k.removeprefix("cache/"): int(v) for k, v in run.data.metrics.items() if k.startswith("cache/")}
+
+
+def by_system(runs: list) -> dict[str, object]:
+    return {r.data.tags["rankscope.system"]: r for r in runs}

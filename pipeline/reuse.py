@@ -1,0 +1,238 @@
+"""Work a sweep does once, not once per job: loaded corpora, term counts, component rankings.
+
+Every memo here lives for the process, so what it saves depends on the launcher:
+
+- the basic launcher runs every job in the driver's process: a sweep loads and tokenises a corpus once, and an
+  RRF job takes its components' rankings from the jobs that ranked them before it;
+- joblib, submitit and Ray run jobs in other processes: term counts come from the on-disk cache
+  (``retrievers.cache``, keyed by corpus digest + tokenizer + code version), and a worker that runs several jobs
+  keeps its memos between them.
+
+:class:`JobReuse` counts what one job computed and what it reused; the counts are logged as ``cache/*`` metrics
+of the job's MLflow run (what tests assert on: never timings).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from metrics.errors import InputError
+from metrics.run import Run
+from pipeline import progress
+from pipeline.beir import find_corpus_file
+from pipeline.build import load_collection, plain, resolve_path
+from pipeline.collection import Collection
+from pipeline.schema import BeirCorpus, BM25Config, LSAConfig, RRFConfig, WeightedConfig
+from retrievers import RRF, Retriever, Tokenizer
+from retrievers.cache import DEFAULT_LIMIT_BYTES, CachedDocuments, TermCountCache, default_cache_dir, parse_size
+from retrievers.lsa import TFIDF_STATS
+
+# Retriever configs whose ranking is fully determined by config + corpus + questions + tokenizer (a run file is
+# not: its content can change under the same path).
+DETERMINISTIC = (BM25Config, LSAConfig, WeightedConfig, RRFConfig)
+COLLECTIONS_KEPT = 2
+RUNS_BYTES = 512 * 2**20  # rankings kept in memory, least recently used dropped first
+
+_caches: dict[tuple[str | None, int], TermCountCache] = {}
+_collections: OrderedDict[str, Collection] = OrderedDict()
+_runs: OrderedDict[str, tuple[int, Run]] = OrderedDict()
+STATS: Counter = Counter()  # collections_loaded/_reused, runs_ranked/_reused: this process's totals
+
+
+def shared_cache(directory: Path | None, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> TermCountCache:
+    """The process's term-count cache for ``directory`` (None: memory only), shared by every job it runs."""
+    key = (None if directory is None else str(directory), limit_bytes)
+    if key not in _caches:
+        _caches[key] = TermCountCache(directory, limit_bytes)
+    return _caches[key]
+
+
+def cache_directory(cache_cfg: DictConfig, base: Path) -> Path:
+    """``cache.dir`` (relative to the launch directory), else :func:`retrievers.cache.default_cache_dir`."""
+    return resolve_path(cache_cfg.dir, base) if cache_cfg.dir else default_cache_dir()
+
+
+def _collection_key(corpus: DictConfig, base: Path) -> str | None:
+    """What identifies a loaded corpus: its config and the size and time of each file read (None: unknown kind)."""
+    schema = OmegaConf.get_type(corpus)
+    stamp: list[Any] = []
+    if schema is BeirCorpus and not OmegaConf.is_missing(corpus, "path"):
+        folder = resolve_path(corpus.path, base)
+        try:
+            files = [find_corpus_file(folder), folder / "queries.jsonl", folder / "qrels" / f"{corpus.split}.tsv"]
+            stamp = [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+        except (InputError, OSError):
+            return None  # let the loader report what is missing
+    return json.dumps([str(schema), plain(corpus), stamp], sort_keys=True, default=str)
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:24]
+
+
+def _without_names(tree: Any) -> Any:
+    """A retriever config minus display names: two configs that rank alike share their rankings."""
+    if isinstance(tree, dict):
+        return {k: _without_names(v) for k, v in tree.items() if k != "name"}
+    return tree
+
+
+def deterministic(node: DictConfig) -> bool:
+    if not isinstance(node, DictConfig) or OmegaConf.get_type(node) not in DETERMINISTIC:
+        return False
+    components = node.get("components")
+    return components is None or all(deterministic(c) for c in components.values())
+
+
+class JobReuse:
+    """One job's view of the process's memos; :meth:`counters` tells what the job reused (``cache/*``)."""
+
+    def __init__(self, cfg: DictConfig, tokenizer: Tokenizer, base: Path) -> None:
+        self.tokenizer = tokenizer
+        self.term_cache = None
+        if cfg.cache.enabled:
+            self.term_cache = shared_cache(cache_directory(cfg.cache, base), parse_size(cfg.cache.limit))
+        self._start = self._totals()
+
+    def _totals(self) -> Counter:
+        totals = Counter({f"tfidf_{k}": v for k, v in TFIDF_STATS.items()}) + STATS
+        if self.term_cache is not None:
+            totals += self.term_cache.stats
+        return totals
+
+    def counters(self) -> dict[str, int]:
+        """What this job did, since it started: every counter, zeros included (a 0 is a claim tests check)."""
+        names = ["tokenised", "memory_hits", "disk_hits", "corrupt", "stored", "evicted", "tfidf_computed",
+                 "tfidf_reused", "collections_loaded", "collections_reused", "runs_ranked", "runs_reused"]
+        now = self._totals()
+        return {name: int(now[name] - self._start[name]) for name in names}
+
+    # -- corpus ------------------------------------------------------------------------------------------------
+
+    def collection(self, corpus: DictConfig, base: Path) -> Collection:
+        """The corpus, loaded once per process while its files are unchanged."""
+        key = _collection_key(corpus, base)
+        if key is not None and key in _collections:
+            _collections.move_to_end(key)
+            STATS["collections_reused"] += 1
+            return _collections[key]
+        collection = load_collection(corpus, base)
+        STATS["collections_loaded"] += 1
+        if key is not None:
+            _collections[key] = collection
+            while len(_collections) > COLLECTIONS_KEPT:
+                _collections.popitem(last=False)
+        return collection
+
+    def documents(self, collection: Collection):
+        """What retrievers index: the corpus through the term-count cache (when enabled), ticking a bar as it is
+        tokenised."""
+        texts = progress.Ticking(collection.doc_texts, f"tokenising {collection.name}", "doc")
+        if self.term_cache is None:
+            return _Docs(collection.doc_ids, texts)
+        return CachedDocuments(collection.doc_ids, texts, collection.corpus_digest, self.term_cache)
+
+    # -- rankings ----------------------------------------------------------------------------------------------
+
+    def _run_key(self, node: DictConfig, collection: Collection) -> str | None:
+        if not deterministic(node):
+            return None
+        return _digest(_without_names(plain(node)), self.tokenizer.digest, collection.corpus_digest)
+
+    def ranking(self, retriever: Retriever, node: DictConfig, collection: Collection) -> Retriever:
+        """``retriever`` (already indexed) as it should rank in this job: through the memo when its config is
+        deterministic, so its ranking serves later jobs (an RRF with it as a component) and a repeat of it."""
+        key = self._run_key(node, collection)
+        if key is None:
+            return retriever
+        shared = SharedRanking(retriever, key)
+        shared._indexed = True
+        return shared
+
+    def share_components(self, retriever: Retriever, node: DictConfig, collection: Collection) -> None:
+        """Before indexing: RRF's components (at any nesting) take rankings that earlier jobs kept, and are
+        indexed only if they must rank themselves."""
+        if not isinstance(retriever, RRF):
+            return
+        wrapped = []
+        for component, child in zip(retriever.components, node.components.values()):
+            self.share_components(component, child, collection)
+            key = self._run_key(child, collection)
+            wrapped.append(component if key is None else SharedRanking(component, key))
+        retriever.components = wrapped
+
+
+@dataclasses.dataclass
+class _Docs:
+    doc_ids: Sequence[str]
+    doc_texts: Sequence[str]
+
+
+def _lookup(key: str, depth: int, name: str) -> Run | None:
+    if key not in _runs:
+        return None
+    kept_depth, run = _runs[key]
+    if kept_depth < depth:
+        return None
+    _runs.move_to_end(key)
+    STATS["runs_reused"] += 1
+    shown = run.truncated(depth) if run.depth > depth else run
+    return dataclasses.replace(shown, name=name)
+
+
+def _store(key: str, depth: int, run: Run) -> None:
+    STATS["runs_ranked"] += 1
+    if key in _runs and _runs[key][0] >= depth:
+        return
+    _runs[key] = (depth, run)
+    while len(_runs) > 1 and sum(_bytes(r) for _, r in _runs.values()) > RUNS_BYTES:
+        _runs.popitem(last=False)
+
+
+def _bytes(run: Run) -> int:
+    return run.docs.nbytes + run.scores.nbytes
+
+
+class SharedRanking(Retriever):
+    """A fusion component that ranks through the process's memo, indexing only when it must rank itself.
+
+    Any other use (``scores``, ``doc_ids`` ...) indexes it first and is passed to the wrapped retriever.
+    """
+
+    def __init__(self, inner: Retriever, key: str) -> None:
+        self.inner, self.key = inner, key
+        self.name = inner.name
+        self._docs = None
+        self._indexed = False
+
+    def index(self, docs) -> SharedRanking:
+        self._docs, self._indexed = docs, False
+        return self
+
+    def _ensure_indexed(self) -> None:
+        if not self._indexed:
+            self.inner.index(self._docs)
+            self._indexed = True
+
+    def rank(self, query_ids: Sequence[str], texts: Sequence[str], depth: int = 100) -> Run:
+        key = _digest(self.key, list(query_ids), list(texts))
+        run = _lookup(key, depth, self.inner.name)
+        if run is None:
+            self._ensure_indexed()
+            run = self.inner.rank(query_ids, texts, depth)
+            _store(key, depth, run)
+        return run
+
+    def __getattr__(self, attribute: str):
+        if attribute.startswith("_") or attribute in ("inner", "key"):
+            raise AttributeError(attribute)
+        self._ensure_indexed()
+        return getattr(self.inner, attribute)
