@@ -320,3 +320,39 @@ def test_one_command_demo_serves_runs_and_stops_everything_on_sigterm(demo_dir, 
     assert not (demo_dir / "pg" / "data" / "postmaster.pid").exists(), "PostgreSQL was left running"
     password = (demo_dir / "pg" / "password").read_text().strip()
     assert password not in "".join(lines) + out + err
+
+
+@pytest.mark.slow
+def test_a_joblib_sweep_against_the_team_server_reads_back_every_run(team, tmp_path):
+    """``python -m pipeline`` with parallel joblib workers, tracking.uri = the PostgreSQL-backed server."""
+    import psycopg
+    from mlflow import MlflowClient
+
+    from tests.pipeline.helpers import run_pipeline
+    from tests.retrievers.test_helpdesk_study import EXPECTED
+
+    done = run_pipeline(tmp_path, "-m", "retriever=bm25,lsa,weighted,rrf", "hydra/launcher=joblib", "tracking=server",
+                        f"tracking.uri={team.uri}", "tracking.experiment=team-joblib-sweep")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not (tmp_path / "mlflow.db").exists(), "nothing was logged to a local store"
+    client = MlflowClient(tracking_uri=team.uri)
+    experiment = client.get_experiment_by_name("team-joblib-sweep")
+    runs = client.search_runs([experiment.experiment_id])
+    (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = {r.data.tags["rankscope.system"]: r for r in runs if r is not parent}
+    assert parent.info.status == "FINISHED" and sorted(children) == sorted(EXPECTED)
+    assert {"summary.txt", "systems.csv"} <= {a.path for a in client.list_artifacts(parent.info.run_id)}
+    for system, (hit, recall, mrr, ndcg) in EXPECTED.items():
+        run = children[system]
+        assert run.info.status == "FINISHED" and run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        m = run.data.metrics
+        assert (round(m["hit_rate_at_3"], 2), round(m["recall_at_5"], 2), round(m["mrr"], 2),
+                round(m["ndcg_at_5"], 3)) == (hit, recall, mrr, ndcg), system
+        assert run.info.artifact_uri.startswith("mlflow-artifacts:")
+        table = Path(client.download_artifacts(run.info.run_id, "per_question.csv", str(tmp_path)))
+        assert len(table.read_text(encoding="utf-8").splitlines()) == 15  # header + 14 questions
+    with psycopg.connect(team.database_uri) as connection:
+        stored = connection.execute(
+            "SELECT r.run_uuid, r.status FROM runs r JOIN experiments e ON e.experiment_id = r.experiment_id "
+            "WHERE e.name = %s", ("team-joblib-sweep",)).fetchall()
+    assert dict(stored) == {r.info.run_id: "FINISHED" for r in runs}, "every run is a row of the PostgreSQL database"
