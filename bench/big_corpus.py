@@ -1,0 +1,136 @@
+"""``python -m bench.big_corpus``: index a 1M-document synthetic corpus with BM25 and rank 10,000 questions.
+
+Reports wall time and memory per stage, and memory per document: what the index holds once built (its sparse
+matrices, and the growth of the process's resident memory), and the peak resident memory of the whole run,
+checked against ``--budget`` (8 GiB by default; the script exits 1 above it). Questions are ranked through the
+pipeline's chunking (``pipeline.chunked``: 1,024 questions at a time, and BM25 ranks 256 at a time inside each),
+so ranking memory depends on the chunk, not on how many questions there are.
+
+The corpus is seeded and synthetic: words drawn from a Zipf distribution (exponent 1.07, 200,000 words), document
+lengths log-normal around 60 words, questions of 3 to 10 words from the same distribution. Frequent words
+appear in most documents, as in real text, so most questions match most of the corpus: the hard case for
+memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import resource
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Corpus:
+    doc_ids: list[str]
+    doc_texts: list[str]
+    query_ids: list[str]
+    query_texts: list[str]
+
+
+def zipf_corpus(n_docs: int, n_questions: int, seed: int = 0, vocabulary: int = 200_000, exponent: float = 1.07,
+                mean_length: float = 60.0) -> Corpus:
+    """Seeded Zipf texts; words are ``x`` + base-36 numbers (no stop word starts with x), ids zero-padded."""
+    rng = np.random.default_rng(seed)
+    words = np.array(["x" + np.base_repr(i, 36).lower() for i in range(vocabulary)], dtype=object)
+    weights = 1.0 / np.arange(1, vocabulary + 1) ** exponent
+    cdf = np.cumsum(weights / weights.sum())
+    sigma = 0.6
+    lengths = np.clip(rng.lognormal(np.log(mean_length) - sigma**2 / 2, sigma, n_docs), 3, 1000).astype(np.int64)
+    question_lengths = rng.integers(3, 11, n_questions)
+
+    def texts(counts: np.ndarray) -> list[str]:
+        drawn = np.minimum(np.searchsorted(cdf, rng.random(int(counts.sum())), side="right"), vocabulary - 1)
+        tokens = words[drawn.astype(np.int32)]
+        ends = np.cumsum(counts)
+        return [" ".join(tokens[a:b]) for a, b in zip((ends - counts).tolist(), ends.tolist())]
+
+    width = len(str(max(n_docs, n_questions)))
+    return Corpus([f"d{i:0{width}d}" for i in range(n_docs)], texts(lengths),
+                  [f"q{i:0{width}d}" for i in range(n_questions)], texts(question_lengths))
+
+
+def resident() -> int:
+    """Current resident memory of this process, bytes."""
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak() -> int:
+    """Peak resident memory of this process so far, bytes (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.big_corpus", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=1_000_000)
+    parser.add_argument("--questions", type=int, default=10_000)
+    parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--budget-gib", type=float, default=8.0, help="peak resident memory allowed (GiB)")
+    parser.add_argument("--out", type=Path, help="also write the table to this file")
+    args = parser.parse_args(argv)
+
+    from pipeline.chunked import rank_in_chunks
+    from retrievers import BM25
+
+    rows: list[tuple[str, float, int, int]] = []  # stage, seconds, resident after, peak so far
+
+    def record(stage: str, started: float) -> None:
+        gc.collect()
+        rows.append((stage, time.perf_counter() - started, resident(), peak()))
+        print(f"{stage}: {rows[-1][1]:.1f} s, resident {rows[-1][2] / GIB:.2f} GiB, peak {rows[-1][3] / GIB:.2f} GiB",
+              file=sys.stderr, flush=True)
+
+    start = time.perf_counter()
+    corpus = zipf_corpus(args.docs, args.questions)
+    record("generate corpus", start)
+    before_index = rows[-1][2]
+
+    start = time.perf_counter()
+    bm25 = BM25().index(corpus)
+    record("index (tokenise + BM25 weights)", start)
+    index_bytes = sum(m.data.nbytes + m.indices.nbytes + m.indptr.nbytes
+                      for m in (bm25._by_term, bm25._terms.counts))
+    index_growth = rows[-1][2] - before_index
+
+    start = time.perf_counter()
+    run = rank_in_chunks(bm25, corpus.query_ids, corpus.query_texts, args.depth, len(corpus.doc_ids))
+    record(f"rank {args.questions:,} questions (depth {args.depth})", start)
+    ranked = rows[-1][1]
+    answered = int((run.lengths > 0).sum())
+
+    worst = max(r[3] for r in rows)
+    lines = [
+        f"BM25 on a synthetic Zipf corpus: {args.docs:,} documents, {args.questions:,} questions, "
+        f"{os.cpu_count()} cores",
+        "",
+        "| stage | seconds | resident after (GiB) | peak so far (GiB) |",
+        "|---|---:|---:|---:|",
+        *[f"| {stage} | {seconds:.1f} | {now / GIB:.2f} | {top / GIB:.2f} |" for stage, seconds, now, top in rows],
+        "",
+        f"- index structures (BM25 weights + term counts, sparse): {index_bytes / args.docs:.0f} bytes per document; "
+        f"resident growth while indexing: {index_growth / args.docs:.0f} bytes per document",
+        f"- ranking: {args.questions / ranked:.0f} questions/s; {answered:,} questions with at least one result",
+        f"- peak resident memory: {worst / GIB:.2f} GiB (budget {args.budget_gib:g} GiB)",
+    ]
+    table = "\n".join(lines)
+    print(table)
+    if args.out:
+        args.out.write_text(table + "\n", encoding="utf-8")
+    return 0 if worst <= args.budget_gib * GIB else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
