@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,3 +42,12 @@ def counters(run) -> dict[str, int]:
 
 def by_system(runs: list) -> dict[str, object]:
     return {r.data.tags["rankscope.system"]: r for r in runs}
+
+
+def runs_with_cache(folder: Path, empty_store: Path, cache_dir: Path, *args: str) -> list:
+    """``python -m pipeline ARGS`` in ``folder`` (a fresh copy of the empty store) with the term-count cache in
+    ``cache_dir``; returns its job runs. Fails the test, with the command's last words, if the command fails."""
+    shutil.copy(empty_store, folder / "mlflow.db")
+    done = run_pipeline(folder, *args, env={"RANKSCOPE_CACHE_DIR": str(cache_dir)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return job_runs(folder)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.helpers import by_system, cli_env, counters, job_runs, run_pipeline
+from tests.pipeline.helpers import by_system, cli_env, counters, job_runs, runs_with_cache
 
 pytestmark = pytest.mark.slow  # three sweeps of four jobs; submitit polls its jobs every few seconds
 
@@ -38,18 +38,7 @@ def cache_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def basic(tmp_path_factory, empty_store, cache_dir):
-    folder = tmp_path_factory.mktemp("basic")
-    shutil.copy(empty_store, folder / "mlflow.db")
-    done = run_pipeline(folder, *SWEEP, env={"RANKSCOPE_CACHE_DIR": str(cache_dir)})
-    assert done.returncode == 0, done.stderr[-3000:]
-    return job_runs(folder)
-
-
-def sweep_on(launcher: list[str], folder: Path, empty_store: Path, cache_dir: Path) -> list:
-    shutil.copy(empty_store, folder / "mlflow.db")
-    done = run_pipeline(folder, *SWEEP, *launcher, env={"RANKSCOPE_CACHE_DIR": str(cache_dir)})
-    assert done.returncode == 0, done.stderr[-3000:]
-    return job_runs(folder)
+    return runs_with_cache(tmp_path_factory.mktemp("basic"), empty_store, cache_dir, *SWEEP)
 
 
 @pytest.mark.parametrize("launcher", [["hydra/launcher=joblib"], ["hydra/launcher=submitit_local"]],
@@ -57,7 +46,7 @@ def sweep_on(launcher: list[str], folder: Path, empty_store: Path, cache_dir: Pa
 def test_a_launcher_gives_the_basic_launchers_metrics_bit_for_bit(launcher, basic, tmp_path, empty_store, cache_dir):
     if "submitit" in launcher[0] and importlib.util.find_spec("hydra_plugins.hydra_submitit_launcher") is None:
         pytest.skip("hydra-submitit-launcher is not installed (pip install -e '.[cluster]')")
-    runs = sweep_on(launcher, tmp_path, empty_store, cache_dir)
+    runs = runs_with_cache(tmp_path, empty_store, cache_dir, *SWEEP, *launcher)
     assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)
     assert results(runs) == results(basic)
     assert all(counters(r)["tokenised"] == 0 for r in runs), "every job found the basic sweep's term counts"

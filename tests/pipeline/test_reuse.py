@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.helpers import by_system, counters, job_runs, run_pipeline
+from tests.pipeline.helpers import by_system, counters, runs_with_cache
 from tests.retrievers.test_helpdesk_study import EXPECTED
 
 HELPDESK = Path(__file__).resolve().parents[2] / "pipeline" / "data" / "helpdesk"
@@ -27,10 +27,7 @@ def cache_dir(tmp_path_factory) -> Path:
 def four_systems(tmp_path_factory, empty_store, cache_dir):
     """SPEC's four systems in one basic-launcher sweep (all jobs in one process), starting with an empty cache."""
     folder = tmp_path_factory.mktemp("four")
-    shutil.copy(empty_store, folder / "mlflow.db")
-    done = run_pipeline(folder, "-m", "retriever=bm25,lsa,weighted,rrf", env={"RANKSCOPE_CACHE_DIR": str(cache_dir)})
-    assert done.returncode == 0, done.stderr[-3000:]
-    return by_system(job_runs(folder))
+    return by_system(runs_with_cache(folder, empty_store, cache_dir, "-m", "retriever=bm25,lsa,weighted,rrf"))
 
 
 def test_the_first_job_tokenises_and_every_later_job_reuses_the_counts(four_systems):
@@ -71,11 +68,9 @@ def beir_copy(folder: Path, changed: bool) -> Path:
 def test_a_new_process_reads_the_disk_cache_and_a_changed_tokenizer_or_corpus_misses_it(
         four_systems, tmp_path, empty_store, cache_dir):
     same, changed = beir_copy(tmp_path / "same", False), beir_copy(tmp_path / "changed", True)
-    shutil.copy(empty_store, tmp_path / "mlflow.db")
-    done = run_pipeline(tmp_path, "-m", "corpus=beir", f"corpus.path={same},{changed}", "text.stopwords=default,none",
-                        env={"RANKSCOPE_CACHE_DIR": str(cache_dir)})
-    assert done.returncode == 0, done.stderr[-3000:]
-    seen = {(r.data.params["corpus.path"], r.data.params["text.stopwords"]): counters(r) for r in job_runs(tmp_path)}
+    runs = runs_with_cache(tmp_path, empty_store, cache_dir, "-m", "corpus=beir", f"corpus.path={same},{changed}",
+                           "text.stopwords=default,none")
+    seen = {(r.data.params["corpus.path"], r.data.params["text.stopwords"]): counters(r) for r in runs}
     assert len(seen) == 4
     # the same documents and tokenizer as the first sweep, in a new process: read from disk, not tokenised
     assert seen[(str(same), "default")]["disk_hits"] == 1 and seen[(str(same), "default")]["tokenised"] == 0
@@ -90,10 +85,7 @@ def test_a_corrupted_cache_file_is_detected_and_rebuilt(four_systems, tmp_path, 
         raw = bytearray(path.read_bytes())
         raw[len(raw) // 2] ^= 0xFF
         path.write_bytes(bytes(raw))
-    shutil.copy(empty_store, tmp_path / "mlflow.db")
-    done = run_pipeline(tmp_path, "retriever=bm25", env={"RANKSCOPE_CACHE_DIR": str(cache_dir)})
-    assert done.returncode == 0, done.stderr[-3000:]
-    (run,) = job_runs(tmp_path)
+    (run,) = runs_with_cache(tmp_path, empty_store, cache_dir, "retriever=bm25")
     found = counters(run)
     assert found["corrupt"] == 1 and found["tokenised"] == 1 and found["disk_hits"] == 0 and found["stored"] == 1
     assert run.data.metrics["ndcg_at_5"] == four_systems["BM25"].data.metrics["ndcg_at_5"]
