@@ -13,6 +13,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -56,14 +57,14 @@ def test_a_launcher_gives_the_basic_launchers_metrics_bit_for_bit(launcher, basi
 # The Ray launcher against a Ray head started here. Ray (2.60) binds its servers to every interface and turns
 # 127.0.0.1 into the machine's address, so the head and the sweep run in a private network namespace that
 # has only a loopback interface: nothing outside this machine, nor this machine's network, can reach them.
-# Token authentication stays on (a fresh token, in the environment of both), and HOME points at a scratch folder
-# so Ray writes nothing into the user's home.
+# Token authentication stays on (a fresh token, in the environment of both); HOME and Ray's temporary folder
+# point at scratch folders (the latter short: Ray's socket paths must fit in 107 characters), removed afterwards.
 RAY_SCRIPT = """
 set -u
 ip link set lo up
 trap '"$RAY" stop --force >/dev/null 2>&1' EXIT
 "$RAY" start --head --node-ip-address=127.0.0.1 --port=6380 --num-cpus=2 --include-dashboard=false \\
-    --disable-usage-stats > ray-head.log 2>&1 || { cat ray-head.log >&2; exit 97; }
+    --disable-usage-stats --temp-dir="$RAY_TEMP" > ray-head.log 2>&1 || { cat ray-head.log >&2; exit 97; }
 ss -ltnH > listening.txt
 "$PYTHON" -m pipeline "$@"
 """
@@ -85,11 +86,15 @@ def test_the_ray_launcher_on_a_local_head_gives_the_basic_launchers_metrics(basi
         pytest.skip("needs root and unshare/ip/ss to give Ray a private loopback-only network")
     shutil.copy(empty_store, tmp_path / "mlflow.db")
     (tmp_path / "home").mkdir()
+    ray_temp = tempfile.mkdtemp(prefix="rs-ray-", dir="/tmp")
     env = {**cli_env(tmp_path), "RANKSCOPE_CACHE_DIR": str(cache_dir), "HOME": str(tmp_path / "home"),
-           "RAY": str(Path(sys.executable).parent / "ray"), "PYTHON": sys.executable, "RAY_AUTH_MODE": "token",
-           "RAY_AUTH_TOKEN": secrets.token_hex(32), "RAY_USAGE_STATS_ENABLED": "0"}
-    done = subprocess.run(["unshare", "--net", "bash", "-c", RAY_SCRIPT, "bash", *SWEEP, *RAY_LAUNCHER],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+           "RAY": str(Path(sys.executable).parent / "ray"), "PYTHON": sys.executable, "RAY_TEMP": ray_temp,
+           "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "RAY_USAGE_STATS_ENABLED": "0"}
+    try:
+        done = subprocess.run(["unshare", "--net", "bash", "-c", RAY_SCRIPT, "bash", *SWEEP, *RAY_LAUNCHER],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    finally:
+        shutil.rmtree(ray_temp, ignore_errors=True)
     assert done.returncode == 0, done.stderr[-3000:]
     listening = [line.split()[3] for line in (tmp_path / "listening.txt").read_text().splitlines() if line.strip()]
     assert listening and all(a.startswith(("127.0.0.1:", "[::ffff:127.0.0.1]:", "[::1]:")) for a in listening)
