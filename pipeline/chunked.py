@@ -1,8 +1,11 @@
 """Rank a job's questions a chunk at a time: a progress bar over questions, and memory bounded by the chunk.
 
-Chunks are whole multiples of the retriever's own score-block size (``retrievers.base.BLOCK_CELLS`` cells), so
-every score block a retriever computes is the one it would compute for all the questions at once: the Run is
-the same, bit for bit, with or without chunking.
+A chunk holds about :data:`CHUNK_CELLS` (question, document) cells, whatever the retriever: at a million
+documents 64 questions, so even a retriever that materialises every (question, document) score of its batch
+(BM25's sparse product, when most documents share a frequent word with most questions) stays within about a
+gigabyte. Chunks are whole multiples of the retrievers' own score-block size (``retrievers.base.BLOCK_CELLS``
+cells), so every score block a retriever computes is the one it would compute for all the questions at once:
+the Run is the same, bit for bit, with or without chunking.
 """
 
 from __future__ import annotations
@@ -17,13 +20,13 @@ from pipeline import progress
 from retrievers import Retriever
 from retrievers.base import BLOCK_CELLS
 
-QUESTIONS_PER_CHUNK = 1024
+CHUNK_CELLS = 2**26
 
 
-def chunk_length(n_docs: int, wanted: int = QUESTIONS_PER_CHUNK) -> int:
-    """``wanted`` rounded up to a multiple of the questions one dense score block holds for ``n_docs``."""
+def chunk_length(n_docs: int) -> int:
+    """Questions per chunk: a whole number of dense score blocks, about :data:`CHUNK_CELLS` cells in all."""
     block = max(1, BLOCK_CELLS // max(1, n_docs))
-    return block * max(1, -(-wanted // block))
+    return block * max(1, CHUNK_CELLS // max(1, n_docs) // block)
 
 
 def rank_in_chunks(retriever: Retriever, query_ids: Sequence[str], texts: Sequence[str], depth: int,

@@ -29,10 +29,13 @@ def test_chunks_of_questions_join_into_the_same_run(helpdesk_collection, monkeyp
     assert parts.depth == whole.depth
 
 
-def test_chunks_are_whole_multiples_of_the_retrievers_score_blocks():
-    block = BLOCK_CELLS // 1_000_000  # questions per dense score block at a million documents
-    assert chunked.chunk_length(1_000_000) % block == 0 and chunked.chunk_length(1_000_000) >= 1024
-    assert chunked.chunk_length(28) == BLOCK_CELLS // 28  # a small corpus: every question in one block
+@pytest.mark.parametrize("n_docs", [28, 5_183, 1_000_000, 3_000_000, 2**25])
+def test_chunks_are_whole_score_blocks_and_bounded_in_cells(n_docs):
+    block = max(1, BLOCK_CELLS // n_docs)  # questions per dense score block
+    length = chunked.chunk_length(n_docs)
+    assert length % block == 0
+    assert length * n_docs <= max(chunked.CHUNK_CELLS, block * n_docs)
+    assert length * n_docs > chunked.CHUNK_CELLS // 2 or length == block
 
 
 def test_bars_draw_only_on_a_terminal_and_never_when_quiet_or_in_worker_processes(monkeypatch):
