@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hydra.errors import ConfigCompositionException
 from mlflow import MlflowClient
 
 from metrics.errors import InputError
@@ -28,6 +29,7 @@ from pipeline.diagnose_job import (
 )
 from pipeline.diagnosis import CLASSES, DiagnosisSettings, diagnose
 from pipeline.job import per_question_table
+from tests.pipeline.test_config import composed
 
 SYSTEMS = ["BM25", "LSA", "weighted", "RRF"]
 DEFAULTS = {"cutoff": 3, "late_limit": 10, "duplicate_threshold": 0.6, "duplicate_top_k": 10, "shingle_size": 2,
@@ -143,6 +145,16 @@ def test_the_parent_holds_the_html_report_with_every_system_and_the_plots(four_s
 
 
 # --- configuration and table format ---------------------------------------------------------------------
+
+
+def test_the_diagnosis_group_composes_to_the_documented_defaults_and_is_typed():
+    assert dict(composed().diagnosis) == DEFAULTS
+    assert diagnosis_settings(composed().diagnosis) == DiagnosisSettings()  # conf file = the rules' defaults
+    assert composed("diagnosis.late_limit=20").diagnosis.late_limit == 20
+    with pytest.raises(ConfigCompositionException):
+        composed("diagnosis.cutoff=three")
+    with pytest.raises(ConfigCompositionException):
+        composed("diagnosis.cutof=1")
 
 
 @pytest.mark.parametrize("key, value", [("cutoff", 0), ("late_limit", 2), ("duplicate_threshold", 1.5),
