@@ -30,7 +30,7 @@ from pipeline.tracking import Tracker
 
 TEXT_FILE = "diagnosis.txt"  # the full diagnosis section, in the job's folder and among its artifacts
 PLOTS_DIR = "plots"  # per-run figures: <job folder>/plots/*.png, artifacts plots/*.png
-TERMINAL_QUESTIONS = 15  # failing questions printed per job; diagnosis.txt lists them all
+TERMINAL_QUESTIONS = 10  # failing questions printed per job; diagnosis.txt lists them all
 
 # Columns added to the per-question table. Lists and mappings are written as JSON text, so the CSV and the
 # MLflow table hold plain strings (and booleans) and read back unchanged.
