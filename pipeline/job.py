@@ -53,10 +53,10 @@ class JobResult:
     intervals: dict[str, Interval]  # metric name ('ndcg@5') -> mean with its bootstrap interval
     table: pd.DataFrame  # one row per evaluated question: see per_question_table()
     seconds: dict[str, float] = field(default_factory=dict)
-    reused: dict[str, int] = field(default_factory=dict)  # pipeline.reuse counters: what this job computed/reused
+    extra_metrics: dict[str, float] = field(default_factory=dict)  # cache/* reuse counts; later stages add theirs
 
     def metrics(self) -> dict[str, float]:
-        """The run's MLflow metrics: each mean and its bounds, question counts, stage timings, reuse counts."""
+        """The run's MLflow metrics: each mean and its bounds, question counts, stage timings, extra metrics."""
         out: dict[str, float] = {}
         for spec in self.plan.specs:
             interval = self.intervals[spec.name]
@@ -70,7 +70,7 @@ class JobResult:
         out["queries/no_results"] = int((self.table["retrieved"] == 0).sum())
         out["corpus/documents"] = len(self.collection.doc_ids)
         out.update({f"time/{stage}_s": round(s, 4) for stage, s in self.seconds.items()})
-        out.update({f"cache/{name}": count for name, count in self.reused.items()})
+        out.update(self.extra_metrics)
         return out
 
     def means_frame(self) -> pd.DataFrame:
@@ -139,8 +139,8 @@ def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str) -> JobResult:
     finally:
         stages.close()
     table = per_question_table(collection, run, evaluation)
-    return JobResult(system, collection, retriever, run, evaluation, plan, intervals, table, stages.seconds,
-                     reuse.counters())
+    reused = {f"cache/{name}": count for name, count in reuse.counters().items()}
+    return JobResult(system, collection, retriever, run, evaluation, plan, intervals, table, stages.seconds, reused)
 
 
 def per_question_table(collection: Collection, run: Run, evaluation: Evaluation) -> pd.DataFrame:

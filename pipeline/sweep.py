@@ -26,10 +26,12 @@ from metrics.errors import InputError
 from pipeline import progress
 from pipeline.build import check_config, metric_plan
 from pipeline.context import SweepHandle
+from pipeline.diagnose_job import check_diagnosis
 from pipeline.redact import one_line, redact_text
 from pipeline.report import sweep_report
 from pipeline.runner import PROG
 from pipeline.summary import SweepSummary, child_runs, summarize
+from pipeline.sweep_html import plots_and_report
 from pipeline.tracking import (
     TAG_KIND,
     TAG_OVERRIDES,
@@ -67,7 +69,7 @@ def validate_jobs(config: DictConfig, jobs: list[list[str]]) -> None:
             with open_dict(job_cfg):
                 del job_cfg["hydra"]
             check_config(job_cfg)
-            metric_plan(job_cfg.metrics)
+            check_diagnosis(job_cfg, metric_plan(job_cfg.metrics))
         except InputError as exc:
             _exit(f"{where}: {exc}")
         except (HydraException, OmegaConfBaseException) as exc:
@@ -112,6 +114,7 @@ class MlflowSweep(Callback):
         self.sweep_dir = sweep_dir
         self.uri = uri
         self.title = f"Sweep {name}"
+        self.overrides = " ".join(overrides) or "(none)"
         atexit.register(self._abandoned)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -124,8 +127,10 @@ class MlflowSweep(Callback):
         text = sweep_report(summary, self.title)
         where = run_location(self.uri, self.handle.experiment_id, self.parent.run_id)
         print(f"\n{text}\n\nMLflow: parent {where}", flush=True)
-        # Plug-in point: plots and the HTML report build from `summary` (and the children's artifacts) here.
+        # Plug-in point: later views of the sweep build from `summary` (read back from MLflow) and add files here.
         files = write_summary(summary, text, self.sweep_dir)
+        files += plots_and_report(summary, plan, config.diagnosis, self.title, self.sweep_dir, self.parent,
+                                  {"MLflow": f"parent {where}", "overrides": self.overrides})
         self._close_children(summary)
         failed = len(summary.failed)
         self.parent.log_metrics({"jobs/finished": len(summary.finished), "jobs/failed": failed})
