@@ -29,6 +29,7 @@ A missed question that fits no rule is reported as "unclassified".
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -259,6 +260,20 @@ def shingles(tokens: Sequence[str], size: int) -> set[str]:
     return {"\x1f".join(tokens[i : i + size]) for i in range(len(tokens) - size + 1)}
 
 
+def _document_shingles(tokenizer: Callable[[str], Sequence[str]], text: str, size: int) -> frozenset[str]:
+    """A document's shingles, remembered across the jobs of a process: a sweep's rankings share most of their
+    top documents, and tokenising them again for every sweep point was most of the diagnosis's time."""
+    try:
+        return _remembered_shingles(tokenizer, text, size)
+    except TypeError:  # an unhashable tokenizer: nothing to key the memo by
+        return frozenset(shingles(list(tokenizer(text)), size))
+
+
+@functools.lru_cache(maxsize=2**16)
+def _remembered_shingles(tokenizer: Callable[[str], Sequence[str]], text: str, size: int) -> frozenset[str]:
+    return frozenset(shingles(list(tokenizer(text)), size))
+
+
 def _duplicate_groups(
     run: Run, rows: np.ndarray, doc_text: Mapping[str, str], tokenizer: Callable[[str], Sequence[str]],
     settings: DiagnosisSettings,
@@ -277,7 +292,7 @@ def _duplicate_groups(
     used = np.unique(top[top != PAD])
     codes = np.full(len(run.doc_ids), -1, dtype=np.int64)
     codes[used] = np.arange(len(used))
-    sets = [shingles(list(tokenizer(doc_text.get(str(run.doc_ids[d]), ""))), settings.shingle_size) for d in used]
+    sets = [_document_shingles(tokenizer, doc_text.get(str(run.doc_ids[d]), ""), settings.shingle_size) for d in used]
     flat = [s for doc in sets for s in doc]
     cols, _ = pd.factorize(pd.Series(flat, dtype=object)) if flat else (np.zeros(0, dtype=np.int64), None)
     incidence = sp.csr_matrix(
