@@ -89,3 +89,13 @@ def test_a_corrupted_cache_file_is_detected_and_rebuilt(four_systems, tmp_path, 
     found = counters(run)
     assert found["corrupt"] == 1 and found["tokenised"] == 1 and found["disk_hits"] == 0 and found["stored"] == 1
     assert run.data.metrics["ndcg_at_5"] == four_systems["BM25"].data.metrics["ndcg_at_5"]
+
+
+def test_a_cache_limit_that_is_not_a_size_stops_before_any_work():
+    from metrics.errors import InputError
+    from pipeline.build import check_config
+    from tests.pipeline.test_config import composed
+
+    check_config(composed("cache.limit=500MiB"))
+    with pytest.raises(InputError, match=r"cache.limit: 'lots' is not a size"):
+        check_config(composed("cache.limit=lots"))

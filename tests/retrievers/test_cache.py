@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from retrievers import BM25, LSA, RRF, Tokenizer, WeightedSum
-from retrievers.cache import CachedDocuments, TermCountCache, main
+from retrievers.cache import CachedDocuments, TermCountCache, main, parse_size
 
 
 def cached(collection, cache):
@@ -77,3 +77,31 @@ def test_size_limit_evicts_oldest_and_clear_empties(tmp_path, helpdesk_collectio
     TermCountCache(tmp_path).get(c.doc_ids, c.doc_texts, Tokenizer(), "two")
     assert main(["clear", "--dir", str(tmp_path)]) == 0
     assert "removed 1 file(s)" in capsys.readouterr().out
+
+
+def test_a_process_keeps_only_the_most_recent_corpora_in_memory(helpdesk_collection):
+    c = helpdesk_collection
+    cache = TermCountCache(memory_entries=1)
+    for digest in ("first", "second", "first"):
+        cache.get(c.doc_ids, c.doc_texts, Tokenizer(), digest)
+    assert cache.stats["tokenised"] == 3 and cache.stats["memory_hits"] == 0
+
+
+def test_a_change_to_the_tokenising_code_changes_every_key(monkeypatch):
+    import retrievers.cache as cache_module
+
+    before = TermCountCache().key("corpus", Tokenizer())
+    monkeypatch.setattr(cache_module, "code_version", lambda: "edited")
+    assert TermCountCache().key("corpus", Tokenizer()) != before
+
+
+@pytest.mark.parametrize(("text", "size"), [("4GiB", 4 * 2**30), ("500 MB", 500 * 2**20), ("1.5G", 3 * 2**29),
+                                            ("1024", 1024)])
+def test_sizes_read_with_binary_units(text, size):
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["lots", "4 parsecs", "-1GiB", ""])
+def test_a_size_that_is_not_one_is_refused(text):
+    with pytest.raises(ValueError, match="is not a size"):
+        parse_size(text)
