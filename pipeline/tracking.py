@@ -155,6 +155,23 @@ def _text(value: Any) -> str:
     return "null" if value is None else str(value)
 
 
+_DATASET_INPUTS: dict[tuple[str, str, str, str], DatasetInput] = {}
+
+
+def _dataset_input(frame: pd.DataFrame, name: str, digest: str, source: str, context: str) -> DatasetInput:
+    """The MLflow description of a corpus, made once per process: every job of a sweep logs the same one."""
+    key = (name, digest, source, context)
+    if key not in _DATASET_INPUTS:
+        import mlflow.data
+
+        with warnings.catch_warnings():  # a local path matches MLflow's two local source types alike
+            warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted")
+            dataset = mlflow.data.from_pandas(frame, source=redact_text(source), name=name, digest=digest)
+        _DATASET_INPUTS[key] = DatasetInput(dataset._to_mlflow_entity(),
+                                            tags=[InputTag("mlflow.data.context", context)])
+    return _DATASET_INPUTS[key]
+
+
 class Tracker:
     """One MLflow run. Params and metrics each go in one batch; every value is redacted on the way out."""
 
@@ -185,12 +202,7 @@ class Tracker:
 
     def log_dataset(self, frame: pd.DataFrame, name: str, digest: str, source: str, context: str) -> None:
         """The data the run was measured on, as an MLflow dataset input (name, digest, source)."""
-        import mlflow.data
-
-        with warnings.catch_warnings():  # a local path matches MLflow's two local source types alike
-            warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted")
-            dataset = mlflow.data.from_pandas(frame, source=redact_text(source), name=name, digest=digest)
-        entity = DatasetInput(dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", context)])
+        entity = _dataset_input(frame, name, digest, source, context)
         for attempt in range(DATASET_ATTEMPTS):
             try:
                 self.client.log_inputs(self.run_id, datasets=[entity])
