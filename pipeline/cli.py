@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import secrets
+import signal
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ from omegaconf.errors import OmegaConfBaseException
 from pipeline import schema
 from pipeline.context import JobContext
 from pipeline.redact import one_line, redact_std_streams, redact_text
-from pipeline.runner import PROG, JobFailed, run_job
+from pipeline.runner import PROG, JobFailed, config_tags, run_job
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
@@ -82,12 +83,24 @@ def task(cfg: DictConfig) -> str | None:
         choices={str(k): str(v) for k, v in hydra_cfg.runtime.choices.items() if v is not None},
     )
     try:
-        return run_job(cfg, ctx)
+        run_id = run_job(cfg, ctx)
     except JobFailed:
         sys.exit(1)
+    if not multirun and cfg.get("gate") is not None and run_id is not None:  # a sweep gates in its callback
+        from pipeline.gate import gate_single_run
+        from pipeline.tracking import tracking_uri
+
+        status = gate_single_run(tracking_uri(cfg.tracking.uri, launch_dir), run_id, cfg.gate, config_tags(cfg))
+        if status:
+            sys.exit(status)
+    return run_id
 
 
 _hydra_main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(task)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def main() -> None:
@@ -97,6 +110,7 @@ def main() -> None:
     Hydra, MLflow or a traceback, passes through the secret redaction first.
     """
     redact_std_streams()
+    signal.signal(signal.SIGTERM, _terminated)  # cron, systemd, CI: close runs as on Ctrl-C, then exit 143
     if os.environ.get("HYDRA_FULL_ERROR"):
         _hydra_main()
         return

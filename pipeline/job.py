@@ -94,8 +94,10 @@ class _Stages:
         self._bar.close()
 
 
-def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str) -> JobResult:
-    """Run one configured study end to end (no logging). Bad input raises :class:`InputError`."""
+def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str, collection: Collection | None = None) -> JobResult:
+    """Run one configured study end to end (no logging). Bad input raises :class:`InputError`.
+
+    ``collection``: the corpus already loaded by the caller (who needed its digest first)."""
     check_config(cfg)
     plan = metric_plan(cfg.metrics)
     tokenizer = make_tokenizer(cfg.text, launch_dir)
@@ -105,7 +107,7 @@ def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str) -> JobResult:
     stages = _Stages(["load", "index", "rank", "evaluate", "bootstrap"], system)
     try:
         with stages.stage("load"):
-            collection = load_collection(cfg.corpus, launch_dir)
+            collection = collection or load_collection(cfg.corpus, launch_dir)
         with stages.stage("index"):
             try:
                 retriever.index(_documents(collection, cfg))

@@ -1,25 +1,30 @@
-"""Run one job with tracking: open its MLflow run, evaluate, write and log the results, print its table.
+"""Run one job with tracking: evaluate, write the results to the job's folder, log them, print its table.
 
 A job that fails on bad input (a missing corpus folder, an unknown key added with ``+``, a value out of range)
-ends its run FAILED with the reason as a tag and prints that reason on one line; in a sweep the other jobs go
-on. Any other exception also ends the run FAILED, then propagates (it is a bug, and deserves its traceback).
+logs a FAILED run with the reason as a tag and prints that reason on one line; in a sweep the other jobs go
+on. Any other exception also logs a FAILED run, then propagates (it is a bug, and deserves its traceback).
+The MLflow run is created once the results exist (``pipeline.record``), with the job's start time.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig
 
 from metrics.errors import InputError
-from pipeline.build import plain
+from pipeline.build import check_config, load_collection, plain
 from pipeline.collection import Collection
 from pipeline.context import JobContext, SweepHandle, system_name
+from pipeline.identity import TAG_CONFIG_DIGEST, Identity, code_version, config_digest
 from pipeline.job import PER_QUESTION_TABLE, JobResult, evaluate_job, write_results
+from pipeline.record import JobRecord, TrackingUnavailable, finished_run, now_ms, publish, save_table
 from pipeline.redact import redact_text
 from pipeline.report import job_report
 from pipeline.summary import TAG_JOB
@@ -28,7 +33,7 @@ from pipeline.tracking import (
     TAG_KIND,
     TAG_OVERRIDES,
     TAG_SYSTEM,
-    Tracker,
+    dataset_fields,
     flatten,
     open_experiment,
     run_location,
@@ -43,12 +48,18 @@ class JobFailed(Exception):
     """A job ended on bad input; already reported and logged."""
 
 
-def run_job(cfg: DictConfig, ctx: JobContext) -> str:
-    """Run and log one job; returns its MLflow run id. Raises :class:`JobFailed` (single runs) on bad input."""
+def run_job(cfg: DictConfig, ctx: JobContext) -> str | None:
+    """Run and log one job; returns its MLflow run id. Raises :class:`JobFailed` (single runs) on bad input.
+
+    The results are written to the job's folder (``record.json`` and its files) before anything is logged, so
+    a tracking store that stops answering loses nothing: the job fails saying so, and ``python -m pipeline.sync``
+    logs it later. In a resumed sweep, a job whose result the parent run already holds (same config, corpus and
+    code) is skipped.
+    """
     handle = SweepHandle.read(ctx.sweep_dir) if ctx.sweep_dir is not None else None
     system = system_name(str(cfg.retriever.get("name", "retriever")), ctx.overrides, handle.varying if handle else [])
-    tags = {TAG_SYSTEM: system, TAG_OVERRIDES: " ".join(ctx.overrides), OUTPUT_DIR_TAG: str(ctx.output_dir),
-            TAG_KIND: "job" if handle else "run", TAG_JOB: str(ctx.job_num)}
+    tags = {**config_tags(cfg), TAG_SYSTEM: system, TAG_OVERRIDES: " ".join(ctx.overrides),
+            OUTPUT_DIR_TAG: str(ctx.output_dir), TAG_KIND: "job" if handle else "run", TAG_JOB: str(ctx.job_num)}
     try:
         uri = tracking_uri(cfg.tracking.uri, ctx.launch_dir)
         if handle is not None:  # the sweep's driver created the store and the parent run
@@ -58,47 +69,118 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> str:
     except InputError as exc:
         _say_failed(ctx, str(exc))
         raise JobFailed(str(exc)) from None
-    tracker = Tracker.start(client, experiment_id, system, tags, handle.parent_run_id if handle else None)
+    tags[TAG_CONFIG_DIGEST] = config_digest(cfg)
+    base = {"run_name": system, "experiment_id": experiment_id, "tracking_uri": redact_text(uri), "tags": tags,
+            "parent_run_id": handle.parent_run_id if handle else None, "started_ms": now_ms()}
     try:
-        tracker.log_params(job_params(cfg, ctx))
-        result = evaluate_job(cfg, ctx.launch_dir, system)
+        check_config(cfg)
+        started = time.perf_counter()
+        collection = load_collection(cfg.corpus, ctx.launch_dir)
+        loaded = time.perf_counter() - started
+        identity = Identity(tags[TAG_CONFIG_DIGEST], collection.digest, code_version())
+        tags.update(identity.tags())
+        if handle is not None:
+            done = _already_logged(client, experiment_id, handle.parent_run_id, identity, ctx)
+            if done is not None:
+                return done
+        result = evaluate_job(cfg, ctx.launch_dir, system, collection)
+        result.seconds["load"] = loaded
         files = write_results(result, cfg, ctx.output_dir)
         # Plug-in point: `result` holds the Collection, the Run and the per-question table; later stages
         # (failure diagnosis, plots, HTML report) add their files to `files` here, before anything is logged.
-        log_result(tracker, result, files)
+        record = job_record(result, cfg, ctx, files, base)
     except InputError as exc:
-        tracker.finish(error=str(exc))
-        _say_failed(ctx, str(exc))
+        return _failed(client, JobRecord.new(**base, params=job_params(cfg, ctx), error=str(exc)), ctx, handle)
+    except Exception as exc:  # a bug: record the failure, then let it show its traceback
+        _failed(client, JobRecord.new(**base, params=job_params(cfg, ctx), error=f"{type(exc).__name__}: {exc}"),
+                ctx, handle, quiet=True)
+        raise
+    record.save(ctx.output_dir)
+    try:
+        published = publish(client, record, ctx.output_dir)
+    except TrackingUnavailable as exc:
+        _say_failed(ctx, not_logged(ctx, uri, str(exc)))
         if handle is None:
             raise JobFailed(str(exc)) from None
-        return tracker.run_id
-    except BaseException as exc:
-        tracker.finish(error=f"{type(exc).__name__}: {exc}")
-        raise
-    tracker.finish()
-    where = "" if handle else "\nMLflow: " + run_location(uri, experiment_id, tracker.run_id)
+        return None
+    where = "" if handle else "\nMLflow: " + run_location(uri, experiment_id, published.run_id)
     print(job_report(result) + where + "\n", flush=True)
-    return tracker.run_id
+    return published.run_id
+
+
+def config_tags(cfg: DictConfig) -> dict[str, str]:
+    """The user's extra tags (``+tags.owner=me``; a scheduled sweep adds its name and date)."""
+    return {str(k): str(v) for k, v in (cfg.get("tags") or {}).items()}
+
+
+def _already_logged(client: MlflowClient, experiment_id: str, parent_run_id: str, identity: Identity,
+                    ctx: JobContext) -> str | None:
+    """In a resumed sweep: the run that already holds this job's result, or the record computed earlier (now
+    logged). None when the job must run (or when the store does not answer: the job runs and saves its record)."""
+    earlier = JobRecord.load(ctx.output_dir)
+    try:
+        if earlier is not None and earlier.pending and earlier.error is None:
+            if earlier.identity == identity:
+                published = publish(client, earlier, ctx.output_dir)
+                print(f"{PROG}: job {ctx.job_num} ({earlier.run_name}): logged the results computed earlier in "
+                      f"{ctx.output_dir} as run {published.run_id}", flush=True)
+                return published.run_id
+            publish(client, earlier, ctx.output_dir)  # another config's result left here: never lose it
+        run_id = finished_run(client, experiment_id, parent_run_id, identity)
+    except (TrackingUnavailable, MlflowException, OSError):
+        return None
+    if run_id is not None:
+        print(f"{PROG}: job {ctx.job_num} ({' '.join(ctx.overrides)}): already logged as run {run_id} (same config, "
+              f"corpus and code): skipped", flush=True)
+    return run_id
+
+
+def _failed(client: MlflowClient, record: JobRecord, ctx: JobContext, handle: SweepHandle | None,
+            quiet: bool = False) -> str | None:
+    """A job that failed: its FAILED run (saved first, like any result), and its reason on one line."""
+    record.ended_ms = now_ms()
+    record.save(ctx.output_dir)
+    try:
+        run_id: str | None = publish(client, record, ctx.output_dir).run_id
+    except TrackingUnavailable:
+        run_id = None
+    if quiet:
+        return run_id
+    _say_failed(ctx, str(record.error))
+    if handle is None:
+        raise JobFailed(str(record.error))
+    return run_id
+
+
+def not_logged(ctx: JobContext, uri: str, reason: str) -> str:
+    folder = ctx.sweep_dir if ctx.sweep_dir is not None else ctx.output_dir
+    return (f"results saved in {ctx.output_dir} but not logged: the tracking store {redact_text(uri)} did not "
+            f"answer ({reason}); once it does, run: python -m pipeline.sync {folder}")
 
 
 def job_params(cfg: DictConfig, ctx: JobContext) -> dict[str, Any]:
-    """The flattened resolved config (``retriever.k1``, ``corpus.name``...) plus the chosen config options."""
-    params = flatten(plain(cfg))
+    """The flattened resolved config (``retriever.k1``, ``corpus.name``...) plus the chosen config options.
+
+    ``gate`` and ``tags`` say how results are judged and labelled, not how they were made: they are left out."""
+    tree = {k: v for k, v in plain(cfg).items() if k not in ("gate", "tags")}
+    params = flatten(tree)
     for group, choice in ctx.choices.items():
-        if "/" not in group and "@" not in group and choice is not None:
+        if "/" not in group and "@" not in group and choice is not None and group != "gate":
             params.setdefault(group, choice)
     return params
 
 
-def log_result(tracker: Tracker, result: JobResult, files: list[Path]) -> None:
-    """Metrics (one batch), the corpus as a dataset input, the per-question table, the job's files."""
+def job_record(result: JobResult, cfg: DictConfig, ctx: JobContext, files: list[Path],
+               base: dict[str, Any]) -> JobRecord:
+    """What the job's MLflow run will hold: params, metrics, corpus as dataset input, table, files."""
     c = result.collection
-    tracker.log_metrics(result.metrics(), tags={TAG_CORPUS_DIGEST: c.digest, "rankscope.corpus": c.name})
-    docs = _documents_frame(c)
-    tracker.log_dataset(docs, name=f"{c.name}/{c.split}", digest=c.digest, source=c.source or c.name,
-                        context="evaluation")
-    tracker.log_table(result.table, PER_QUESTION_TABLE)
-    tracker.log_files(files)
+    base["tags"].update({TAG_CORPUS_DIGEST: c.digest, "rankscope.corpus": c.name})
+    dtypes = save_table(result.table, ctx.output_dir / PER_QUESTION_TABLE)
+    dataset = dataset_fields(_documents_frame(c), name=f"{c.name}/{c.split}", digest=c.digest,
+                             source=c.source or c.name)
+    return JobRecord.new(**base, params=job_params(cfg, ctx), metrics=result.metrics(), dataset=dataset,
+                         table=PER_QUESTION_TABLE, table_dtypes=dtypes,
+                         files=[str(p.relative_to(ctx.output_dir)) for p in files], ended_ms=now_ms())
 
 
 def _documents_frame(collection: Collection) -> pd.DataFrame:

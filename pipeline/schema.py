@@ -165,6 +165,26 @@ class TrackingConfig:
 
 
 @dataclass
+class GateConfig:
+    """conf/gate/: when a candidate counts as a regression against the baseline (pipeline/gate.py).
+
+    It fails only when ``candidate - baseline`` lies entirely below ``-tolerance`` at ``confidence`` (bootstrap
+    interval over questions) and the drop is significant (randomisation test, Holm-adjusted over ``metrics``).
+    """
+
+    baseline: str = "tag:baseline=true"  # a run selector: run id, run name, tag:KEY=VALUE, best:METRIC, latest
+    candidate: str = "best"  # in a sweep: 'best' (by the first gate metric) or a system's name
+    metrics: list[str] = field(default_factory=lambda: ["ndcg@10"])
+    tolerance: float = 0.01  # the largest acceptable drop
+    confidence: float = 0.95
+    resamples: int = 5000
+    permutations: int = 10000
+    seed: int = 0
+    adopt_first: bool = True  # no baseline yet: the candidate becomes the baseline and the gate passes
+    allow_different_corpus: bool = False
+
+
+@dataclass
 class Config:
     corpus: Any = MISSING
     retriever: Any = MISSING
@@ -174,6 +194,8 @@ class Config:
     cache: CacheConfig = field(default_factory=CacheConfig)
     depth: int = 100  # ranking depth: how many documents each question's ranking keeps
     study: str | None = None  # a sweep's name (experiment files set it); names the parent MLflow run
+    gate: GateConfig | None = None  # gate=default: compare the sweep's best system with the baseline at the end
+    tags: dict[str, str] = field(default_factory=dict)  # extra MLflow tags on every run (+tags.owner=me)
 
 
 RETRIEVER_SCHEMAS: dict[str, type] = {

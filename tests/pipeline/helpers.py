@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,3 +24,20 @@ def run_pipeline(folder: Path, *args: str, env: dict[str, str] | None = None,
     """``python -m pipeline ARGS`` launched from ``folder``: the default store is ``<folder>/mlflow.db``."""
     return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=folder, env={**cli_env(folder), **(env or {})},
                           capture_output=True, text=True, timeout=timeout)
+
+
+def log_run(folder: Path, *overrides: str, experiment: str = "rankscope") -> str:
+    """One ``python -m pipeline OVERRIDES`` run, in this process (no Hydra launcher: fast), logged to
+    ``<folder>/mlflow.db``; returns its MLflow run id."""
+    from hydra import compose, initialize_config_dir
+
+    import pipeline.cli  # registers the schemas and the rankscope.stamp resolver
+    from pipeline.context import JobContext
+    from pipeline.runner import run_job
+
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    with initialize_config_dir(config_dir=str(pipeline.cli.CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=[*overrides, f"tracking.uri={uri}", f"tracking.experiment={experiment}",
+                                           f"cache.dir={folder / 'cache'}"])
+    output = folder / "outputs" / uuid.uuid4().hex[:8]
+    return run_job(cfg, JobContext(launch_dir=REPO, output_dir=output, overrides=list(overrides)))
