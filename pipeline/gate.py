@@ -42,6 +42,7 @@ from pipeline.compare import (
     parse_list,
     promote,
     record,
+    shared_metrics,
 )
 from pipeline.redact import one_line, redact_text
 from pipeline.schema import GateConfig
@@ -110,6 +111,7 @@ def run_gate(client: MlflowClient, experiment_id: str | None, candidate: Run, se
                                           f"{describe(candidate)} is now the baseline")
         baseline, side = load_side(client, baseline_run), load_side(client, candidate)
         check_comparable(baseline, side, bool(settings.allow_different_corpus))
+        metrics = shared_metrics(baseline, side, metrics)
         comparison = compare_sides(baseline, side, metrics, float(settings.confidence), int(settings.resamples),
                                    int(settings.permutations), int(settings.seed))
         result = gate(comparison, metrics, float(settings.tolerance))

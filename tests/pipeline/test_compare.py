@@ -79,7 +79,8 @@ def test_promote_moves_the_baseline_tag_and_keeps_the_history(helpdesk_store, ca
     assert f"Promoted BM25 (run {runs['second']}) to baseline (baseline=true); previous baseline: {runs['first']}" \
         in capsys.readouterr().out
     old, new = client.get_run(runs["first"]).data.tags, client.get_run(runs["second"]).data.tags
-    assert "baseline" not in old and old["baseline/previous"] == "true" and old["baseline/replaced_by"] == runs["second"]
+    assert "baseline" not in old and old["baseline/previous"] == "true"
+    assert old["baseline/replaced_by"] == runs["second"] and old["baseline/until"]
     assert new["baseline"] == "true" and new["baseline/replaces"] == runs["first"] and new["baseline/since"]
     promoted = [r for r in comparisons(client) if r.data.tags.get("rankscope.compare.promoted") == "true"]
     assert [r.data.tags["rankscope.compare.candidate"] for r in promoted] == [runs["second"]]
