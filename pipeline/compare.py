@@ -37,8 +37,8 @@ from metrics.comparison import BETTER, SAME, WORSE, Comparison, GateResult, comp
 from metrics.errors import InputError
 from metrics.spec import parse_metric, parse_metrics
 from pipeline.job import PER_QUESTION_TABLE
-from pipeline.record import read_table
-from pipeline.redact import one_line, redact_text
+from pipeline.record import read_table, store_error
+from pipeline.redact import redact_text
 from pipeline.selectors import SelectorError, describe, resolve
 from pipeline.tracking import (
     TAG_CORPUS_DIGEST,
@@ -382,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {redact_text(str(exc))}".replace("\n", " "), file=sys.stderr)
         return EXIT_ERROR
     except (MlflowException, OSError) as exc:
-        print(f"{PROG}: the tracking store did not answer: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
+        print(f"{PROG}: the tracking store did not answer: {store_error(exc)}", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -44,6 +44,7 @@ from pipeline.compare import (
     record,
     shared_metrics,
 )
+from pipeline.record import store_error
 from pipeline.redact import one_line, redact_text
 from pipeline.schema import GateConfig
 from pipeline.selectors import NoMatch, describe, metric_key, resolve
@@ -120,8 +121,7 @@ def run_gate(client: MlflowClient, experiment_id: str | None, candidate: Run, se
     except InputError as exc:
         return GateOutcome(EXIT_ERROR, f"ERROR: {exc}")
     except (MlflowException, OSError) as exc:
-        return GateOutcome(EXIT_ERROR, f"ERROR: the tracking store did not answer: {type(exc).__name__}: "
-                                       f"{one_line(exc)}")
+        return GateOutcome(EXIT_ERROR, f"ERROR: the tracking store did not answer: {store_error(exc)}")
     who = f"{side.name} vs baseline {baseline.name} (run {baseline.run_id})"
     return GateOutcome(EXIT_PASS if result.passed else EXIT_REGRESSION, f"{result.reason} [{who}]", run_id)
 
@@ -160,7 +160,7 @@ def gate_sweep(client: MlflowClient, experiment_id: str, parent_run_id: str, sys
     except InputError as exc:
         outcome = GateOutcome(EXIT_ERROR, f"ERROR: {exc}")
     except (MlflowException, OSError) as exc:
-        outcome = GateOutcome(EXIT_ERROR, f"ERROR: the tracking store did not answer: {one_line(exc)}")
+        outcome = GateOutcome(EXIT_ERROR, f"ERROR: the tracking store did not answer: {store_error(exc)}")
     say(outcome)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     (sweep_dir / GATE_FILE).write_text(redact_text(outcome.line) + "\n", encoding="utf-8")
@@ -178,7 +178,7 @@ def gate_single_run(uri: str, run_id: str, settings: Any, tags: Mapping[str, str
     try:
         outcome = run_gate(client, None, client.get_run(run_id), settings, tags)
     except (MlflowException, OSError) as exc:
-        outcome = GateOutcome(EXIT_ERROR, f"ERROR: the tracking store did not answer: {one_line(exc)}")
+        outcome = GateOutcome(EXIT_ERROR, f"ERROR: the tracking store did not answer: {store_error(exc)}")
     say(outcome)
     return outcome.status
 
@@ -207,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         outcome = GateOutcome(EXIT_ERROR, f"ERROR: {exc}")
     except (MlflowException, OSError) as exc:
-        outcome = GateOutcome(EXIT_ERROR, f"ERROR: the tracking store did not answer: {one_line(exc)}")
+        outcome = GateOutcome(EXIT_ERROR, f"ERROR: the tracking store did not answer: {store_error(exc)}")
     else:
         outcome = run_gate(client, experiment_id, candidate, settings)
     say(outcome)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterable
@@ -31,6 +32,7 @@ RECORD_FILE = "record.json"
 TAG_RECORD = "rankscope.record"
 TAG_SUPERSEDED_BY = "rankscope.superseded_by"
 FORMAT = 1
+_OS_REASON = re.compile(r"\[Errno -?\d+\] ([^\"')\]]+)")
 
 
 class TrackingUnavailable(Exception):
@@ -108,6 +110,15 @@ def read_table(path: Path, dtypes: dict[str, str] | None = None) -> pd.DataFrame
     return frame.astype(dtypes) if dtypes else frame
 
 
+def store_error(exc: BaseException) -> str:
+    """Why the store did not answer, short: the OS's reason (``Connection refused``) rather than urllib3's page."""
+    text = one_line(exc)
+    found = _OS_REASON.search(text)
+    if found:
+        return found.group(1).strip()
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -166,7 +177,7 @@ def publish(client: MlflowClient, record: JobRecord, folder: Path) -> Published:
     except TrackingUnavailable:
         raise
     except Exception as exc:  # unreachable server, locked database, refused request: the record stays pending
-        raise TrackingUnavailable(f"{type(exc).__name__}: {one_line(exc)}") from None
+        raise TrackingUnavailable(store_error(exc)) from None
     record.run_id = published.run_id
     record.save(folder)
     return published

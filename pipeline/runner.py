@@ -99,6 +99,7 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> str | None:
     try:
         published = publish(client, record, ctx.output_dir)
     except TrackingUnavailable as exc:
+        print(job_report(result) + "\n", flush=True)
         _say_failed(ctx, not_logged(ctx, uri, str(exc)))
         if handle is None:
             raise JobFailed(str(exc)) from None

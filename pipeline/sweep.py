@@ -32,7 +32,7 @@ from omegaconf.errors import OmegaConfBaseException
 from metrics.errors import InputError
 from pipeline.build import check_config, metric_plan
 from pipeline.context import SweepHandle
-from pipeline.record import pending_records
+from pipeline.record import pending_records, store_error
 from pipeline.redact import one_line, redact_text
 from pipeline.report import sweep_report
 from pipeline.resume import lock_sweep, reopen_parent
@@ -137,9 +137,9 @@ class MlflowSweep(Callback):
         except (MlflowException, OSError) as exc:  # the store stopped answering: the jobs' records are safe
             self.parent = None
             atexit.unregister(self._abandoned)
-            _exit(f"the tracking store {self.uri} did not answer at the end of the sweep ({type(exc).__name__}: "
-                  f"{one_line(exc)}); every computed result is saved under {self.sweep_dir}: once the store "
-                  f"answers, run: python -m pipeline.sync {self.sweep_dir}")
+            _exit(f"the tracking store {self.uri} did not answer at the end of the sweep ({store_error(exc)}); "
+                  f"every computed result is saved under {self.sweep_dir}: once the store answers, run: "
+                  f"python -m pipeline.sync {self.sweep_dir}")
         parent, self.parent = self.parent, None
         atexit.unregister(self._abandoned)
         status = run_sweep_gate(config, summary, parent, self.handle.experiment_id, self.sweep_dir)

@@ -24,8 +24,8 @@ from omegaconf import OmegaConf
 
 from metrics.errors import InputError
 from pipeline.context import SweepHandle
-from pipeline.record import RECORD_FILE, JobRecord, TrackingUnavailable, pending_records, publish
-from pipeline.redact import one_line, redact_text
+from pipeline.record import RECORD_FILE, JobRecord, TrackingUnavailable, pending_records, publish, store_error
+from pipeline.redact import redact_text
 from pipeline.resume import lock_sweep, reopen_parent
 from pipeline.sweep import close_sweep, run_sweep_gate
 
@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {redact_text(str(exc))}".replace("\n", " "), file=sys.stderr)
         return 2
     except (MlflowException, OSError) as exc:
-        print(f"{PROG}: the tracking store did not answer: {type(exc).__name__}: {one_line(exc)}", file=sys.stderr)
+        print(f"{PROG}: the tracking store did not answer: {store_error(exc)}", file=sys.stderr)
         return 1
 
 
