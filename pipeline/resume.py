@@ -19,18 +19,28 @@ from pipeline.context import SweepHandle
 from pipeline.tracking import TAG_ERROR, Tracker
 
 LOCK_FILE = ".rankscope.lock"
+_HELD: dict[Path, IO[str]] = {}  # here, not on the Hydra callback: joblib pickles the callback to its workers
 
 
-def lock_sweep(sweep_dir: Path) -> IO[str]:
-    """Hold the sweep folder for this process (until it exits): a second sweep or sync on it stops at once."""
+def lock_sweep(sweep_dir: Path) -> None:
+    """Hold the sweep folder for this process (until it exits or releases it): a second sweep or sync on the same
+    folder stops at once instead of logging the same jobs alongside."""
     sweep_dir.mkdir(parents=True, exist_ok=True)
+    if sweep_dir in _HELD:
+        return
     handle = (sweep_dir / LOCK_FILE).open("w")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
         raise InputError(f"another rankscope process is running the sweep in {sweep_dir}; wait for it to end") from None
-    return handle
+    _HELD[sweep_dir] = handle
+
+
+def release_sweep(sweep_dir: Path) -> None:
+    handle = _HELD.pop(sweep_dir, None)
+    if handle is not None:
+        handle.close()
 
 
 def reopen_parent(client: MlflowClient, experiment_id: str, sweep_dir: Path) -> Tracker | None:

@@ -107,7 +107,7 @@ class MlflowSweep(Callback):
         try:
             uri = tracking_uri(config.tracking.uri, launch_dir)
             client, experiment_id = open_experiment(uri, config.tracking.experiment)
-            self._lock = lock_sweep(sweep_dir)
+            lock_sweep(sweep_dir)
             self.parent = reopen_parent(client, experiment_id, sweep_dir)
         except InputError as exc:  # a refused URI, an unreachable server, a busy folder: say so, start nothing
             _exit(str(exc))

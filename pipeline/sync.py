@@ -26,7 +26,7 @@ from metrics.errors import InputError
 from pipeline.context import SweepHandle
 from pipeline.record import RECORD_FILE, JobRecord, TrackingUnavailable, pending_records, publish, store_error
 from pipeline.redact import redact_text
-from pipeline.resume import lock_sweep, reopen_parent
+from pipeline.resume import lock_sweep, release_sweep, reopen_parent
 from pipeline.sweep import close_sweep, run_sweep_gate
 
 PROG = "rankscope sync"
@@ -66,7 +66,8 @@ def sync(folder: Path, uri_option: str | None = None) -> int:
     records = all_records(folder)
     if handle is None and not records:
         raise InputError("neither a sweep folder (mlflow_sweep.json) nor a job folder (record.json)", folder)
-    lock = lock_sweep(folder) if handle is not None else None
+    if handle is not None:
+        lock_sweep(folder)
     try:
         uri = store_uri(uri_option, records, folder)
         client = MlflowClient(tracking_uri=uri)
@@ -87,8 +88,7 @@ def sync(folder: Path, uri_option: str | None = None) -> int:
             return 0
         return _close(client, uri, handle, folder, logged)
     finally:
-        if lock is not None:
-            lock.close()
+        release_sweep(folder)
 
 
 def _close(client: MlflowClient, uri: str, handle: SweepHandle, folder: Path, logged: int) -> int:
