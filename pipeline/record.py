@@ -25,7 +25,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from pipeline.identity import TAG_CONFIG_DIGEST, Identity
-from pipeline.redact import one_line, redact_text
+from pipeline.redact import one_line, redact_text, redact_tree, redact_value
 from pipeline.tracking import Tracker
 
 RECORD_FILE = "record.json"
@@ -63,6 +63,11 @@ class JobRecord:
 
     @classmethod
     def new(cls, **values: Any) -> JobRecord:
+        """A fresh record, secrets masked before anything reaches the disk (a URI's password, a token ...)."""
+        values["tags"] = {str(k): redact_value(str(k), str(v)) for k, v in values.get("tags", {}).items()}
+        values["params"] = redact_tree(values.get("params") or {})
+        if values.get("error"):
+            values["error"] = redact_text(str(values["error"]))
         return cls(record_id=uuid.uuid4().hex, **values)
 
     @property
