@@ -39,6 +39,7 @@ from metrics.spec import parse_metric, parse_metrics
 from pipeline.job import PER_QUESTION_TABLE
 from pipeline.record import read_table, store_error
 from pipeline.redact import redact_text
+from pipeline.report import _format as format_table
 from pipeline.selectors import SelectorError, describe, resolve
 from pipeline.tracking import (
     TAG_CORPUS_DIGEST,
@@ -197,7 +198,7 @@ def report(baseline: Side, candidate: Side, comparison: Comparison, resamples: i
     for metric, row in comparison.table.iterrows():
         rows.append((str(metric), f"{row.baseline:.4f}", f"{row.candidate:.4f}", f"{row.difference:+.4f}",
                      f"[{row.ci_low:+.4f}, {row.ci_high:+.4f}]", f"{row.p_holm:.4f}", str(row.verdict)))
-    lines += ["", _format(rows), ""]
+    lines += ["", format_table(rows, align="lrrrlrl"), ""]
     lines.append(f"Verdict: {verdict_summary(comparison)} of {len(comparison.table)} metrics (candidate minus "
                  f"baseline; paired bootstrap over questions, {resamples:,} resamples; randomisation test, "
                  f"{permutations:,} permutations, Holm-adjusted across the metrics)")
@@ -209,15 +210,6 @@ def _listed(ids: Sequence[str]) -> str:
         return "none"
     shown = ", ".join(map(str, ids[:MAX_LISTED]))
     return f"{len(ids)} ({shown}{', ...' if len(ids) > MAX_LISTED else ''})"
-
-
-def _format(rows: list[tuple[str, ...]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = []
-    for row in rows:
-        cells = [c.ljust(w) if i in (0, len(row) - 1, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
-        out.append("  ".join(cells).rstrip())
-    return "\n".join(out)
 
 
 # -- recording and promotion ----------------------------------------------------------------------------------

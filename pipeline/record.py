@@ -26,7 +26,7 @@ from mlflow.entities import Run
 
 from pipeline.identity import TAG_CONFIG_DIGEST, Identity
 from pipeline.redact import one_line, redact_text, redact_tree, redact_value
-from pipeline.tracking import Tracker
+from pipeline.tracking import Tracker, redacted_frame
 
 RECORD_FILE = "record.json"
 TAG_RECORD = "rankscope.record"
@@ -100,10 +100,7 @@ class JobRecord:
 
 def save_table(frame: pd.DataFrame, path: Path) -> dict[str, str]:
     """The per-question table in MLflow's table format; returns its column types, to read it back exactly."""
-    safe = frame.copy()
-    for column in safe.columns:
-        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
-            safe[column] = [redact_text(v) if isinstance(v, str) else v for v in safe[column]]
+    safe = redacted_frame(frame)
     safe.to_json(path, orient="split", index=False, date_format="iso")
     return {str(k): str(v) for k, v in safe.dtypes.items()}
 

@@ -207,10 +207,7 @@ class Tracker:
 
     def log_table(self, frame: pd.DataFrame, artifact_file: str) -> None:
         """An MLflow table. Logged again (a resumed sweep's parent), it replaces the old one: MLflow would append."""
-        safe = frame.copy()
-        for column in safe.columns:
-            if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
-                safe[column] = [redact_text(v) if isinstance(v, str) else v for v in safe[column]]
+        safe = redacted_frame(frame)
         folder = posixpath.dirname(artifact_file) or None
         if artifact_file not in {f.path for f in self.client.list_artifacts(self.run_id, folder)}:
             self.client.log_table(self.run_id, data=safe, artifact_file=artifact_file)
@@ -231,6 +228,15 @@ class Tracker:
             self.client.set_tag(self.run_id, TAG_ERROR, redact_text(error)[:5000])
         status = RunStatus.to_string(RunStatus.FAILED if error is not None else RunStatus.FINISHED)
         self.client.set_terminated(self.run_id, status=status, end_time=end_time)
+
+
+def redacted_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy with every text cell redacted (questions and ids could carry a token pasted by mistake)."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
+            safe[column] = [redact_text(v) if isinstance(v, str) else v for v in safe[column]]
+    return safe
 
 
 def dataset_fields(frame: pd.DataFrame, name: str, digest: str, source: str) -> dict[str, str]:
