@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import time
 import uuid
@@ -218,7 +219,8 @@ def _log(client: MlflowClient, record: JobRecord, folder: Path) -> str:
         tracker.log_dataset_fields(record.dataset, context="evaluation")
     if record.table:
         tracker.log_table(read_table(folder / record.table, record.table_dtypes), record.table)
-    tracker.log_files(folder / name for name in record.files)
+    for name in record.files:  # 'plots/x.png' goes to the run's plots/ folder
+        tracker.log_files([folder / name], posixpath.dirname(name) or None)
     tracker.finish(error=record.error, end_time=record.ended_ms or None)
     return tracker.run_id
 

@@ -19,9 +19,11 @@ from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig
 
 from metrics.errors import InputError
-from pipeline.build import check_config, load_collection, plain
+from pipeline.build import check_config, load_collection, metric_plan, plain
 from pipeline.collection import Collection
 from pipeline.context import JobContext, SweepHandle, system_name
+from pipeline.diagnose_job import PLOTS_DIR, check_diagnosis, diagnose_job
+from pipeline.html_report import save_figures
 from pipeline.identity import TAG_CONFIG_DIGEST, Identity, code_version, config_digest
 from pipeline.job import PER_QUESTION_TABLE, JobResult, evaluate_job, write_results
 from pipeline.record import JobRecord, TrackingUnavailable, finished_run, now_ms, publish, save_table
@@ -74,6 +76,7 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> str | None:
             "parent_run_id": handle.parent_run_id if handle else None, "started_ms": now_ms()}
     try:
         check_config(cfg)
+        check_diagnosis(cfg, metric_plan(cfg.metrics))  # a bad diagnosis block fails before the work
         started = time.perf_counter()
         collection = load_collection(cfg.corpus, ctx.launch_dir)
         loaded = time.perf_counter() - started
@@ -85,10 +88,13 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> str | None:
                 return done
         result = evaluate_job(cfg, ctx.launch_dir, system, collection)
         result.seconds["load"] = loaded
-        files = write_results(result, cfg, ctx.output_dir)
+        diagnosis = diagnose_job(result, cfg, ctx.launch_dir)  # adds its columns and failure counts to `result`
+        files = write_results(result, cfg, ctx.output_dir) + diagnosis.write(ctx.output_dir)
+        files += save_figures(diagnosis.figures, ctx.output_dir / PLOTS_DIR)  # logged as the run's plots/*.png
         # Plug-in point: `result` holds the Collection, the Run and the per-question table; later stages
-        # (failure diagnosis, plots, HTML report) add their files to `files` here, before anything is logged.
+        # add their files to `files` here (inside the job's folder), before anything is logged.
         record = job_record(result, cfg, ctx, files, base)
+        text = job_report(result) + "\n\n" + diagnosis.terminal_text()
     except InputError as exc:
         return _failed(client, JobRecord.new(**base, params=job_params(cfg, ctx), error=str(exc)), ctx, handle)
     except Exception as exc:  # a bug: record the failure, then let it show its traceback
@@ -99,13 +105,13 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> str | None:
     try:
         published = publish(client, record, ctx.output_dir)
     except TrackingUnavailable as exc:
-        print(job_report(result) + "\n", flush=True)
+        print(text + "\n", flush=True)
         _say_failed(ctx, not_logged(ctx, uri, str(exc)))
         if handle is None:
             raise JobFailed(str(exc)) from None
         return None
     where = "" if handle else "\nMLflow: " + run_location(uri, experiment_id, published.run_id)
-    print(job_report(result) + where + "\n", flush=True)
+    print(text + where + "\n", flush=True)
     return published.run_id
 
 

@@ -32,12 +32,14 @@ from omegaconf.errors import OmegaConfBaseException
 from metrics.errors import InputError
 from pipeline.build import check_config, metric_plan
 from pipeline.context import SweepHandle
+from pipeline.diagnose_job import check_diagnosis
 from pipeline.record import pending_records, store_error
 from pipeline.redact import one_line, redact_text
 from pipeline.report import sweep_report
 from pipeline.resume import lock_sweep, reopen_parent
 from pipeline.runner import PROG, config_tags
 from pipeline.summary import SweepSummary, child_runs, summarize
+from pipeline.sweep_html import plots_and_report
 from pipeline.tracking import (
     TAG_KIND,
     TAG_OVERRIDES,
@@ -75,7 +77,7 @@ def validate_jobs(config: DictConfig, jobs: list[list[str]]) -> None:
             with open_dict(job_cfg):
                 del job_cfg["hydra"]
             check_config(job_cfg)
-            metric_plan(job_cfg.metrics)
+            check_diagnosis(job_cfg, metric_plan(job_cfg.metrics))
         except InputError as exc:
             _exit(f"{where}: {exc}")
         except (HydraException, OmegaConfBaseException) as exc:
@@ -126,6 +128,7 @@ class MlflowSweep(Callback):
         self.sweep_dir = sweep_dir
         self.uri = uri
         self.title = f"Sweep {name}"
+        self.overrides = " ".join(overrides) or "(none)"
         atexit.register(self._abandoned)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -133,7 +136,7 @@ class MlflowSweep(Callback):
             return
         try:
             summary, error = close_sweep(self.parent, self.handle.experiment_id, self.sweep_dir, self.uri,
-                                         config.metrics, self.title)
+                                         config.metrics, self.title, config.diagnosis, self.overrides)
         except (MlflowException, OSError) as exc:  # the store stopped answering: the jobs' records are safe
             self.parent = None
             atexit.unregister(self._abandoned)
@@ -161,8 +164,8 @@ class MlflowSweep(Callback):
             print(f"{PROG}: could not close the parent MLflow run: {exc}", file=sys.stderr)
 
 
-def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, metrics: Any,
-                title: str) -> tuple[SweepSummary, str | None]:
+def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, metrics: Any, title: str,
+                diagnosis: Any, overrides: str) -> tuple[SweepSummary, str | None]:
     """Summarise the children MLflow holds, print and save the summary, log it to the parent and close the parent
     (FAILED when a job failed or computed results it could not log). Used at the end of a sweep and by sync.
 
@@ -178,8 +181,10 @@ def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, 
                  f"{folders}); once the tracking store answers: python -m pipeline.sync {sweep_dir}")
     where = run_location(uri, experiment_id, parent.run_id)
     print(f"\n{text}\n\nMLflow: parent {where}", flush=True)
-    # Plug-in point: plots and the HTML report build from `summary` (and the children's artifacts) here.
+    # Plug-in point: later views of the sweep build from `summary` (read back from MLflow) and add files here.
     files = write_summary(summary, text, sweep_dir)
+    files += plots_and_report(summary, plan, diagnosis, title, sweep_dir, parent,
+                              {"MLflow": f"parent {where}", "overrides": overrides})
     _close_children(parent.client, summary)
     failed = len(summary.failed)
     step = len(parent.client.get_metric_history(parent.run_id, "jobs/finished"))

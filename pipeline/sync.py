@@ -28,6 +28,7 @@ from pipeline.record import RECORD_FILE, JobRecord, TrackingUnavailable, pending
 from pipeline.redact import redact_text
 from pipeline.resume import lock_sweep, release_sweep, reopen_parent
 from pipeline.sweep import close_sweep, run_sweep_gate
+from pipeline.tracking import TAG_OVERRIDES
 
 PROG = "rankscope sync"
 MULTIRUN_CONFIG = "multirun.yaml"  # Hydra's record of the sweep's configuration, in the sweep folder
@@ -110,7 +111,8 @@ def _close(client: MlflowClient, uri: str, handle: SweepHandle, folder: Path, lo
     if parent is None:
         raise InputError(f"the sweep's parent run {handle.parent_run_id} was deleted", folder)
     summary, error = close_sweep(parent, handle.experiment_id, folder, uri, config.metrics,
-                                 f"Sweep {before.info.run_name}")
+                                 f"Sweep {before.info.run_name}", config.diagnosis,
+                                 before.data.tags.get(TAG_OVERRIDES) or "(none)")
     status = run_sweep_gate(config, summary, parent, handle.experiment_id, folder)
     if error:
         print(f"{PROG}: {redact_text(error)}", file=sys.stderr)

@@ -217,10 +217,11 @@ class Tracker:
             safe.to_json(path, orient="split", index=False, date_format="iso")  # MLflow's own table format
             self.client.log_artifact(self.run_id, str(path), folder)
 
-    def log_files(self, paths: Iterable[Path]) -> None:
-        """Files already written with secrets masked (see ``pipeline.job.write_results``)."""
+    def log_files(self, paths: Iterable[Path], folder: str | None = None) -> None:
+        """Files already written with secrets masked (see ``pipeline.job.write_results``), optionally into an
+        artifact ``folder``."""
         for path in paths:
-            self.client.log_artifact(self.run_id, str(path))
+            self.client.log_artifact(self.run_id, str(path), folder)
 
     def finish(self, error: str | None = None, end_time: int | None = None) -> None:
         """End the run FINISHED, or FAILED with the reason as a tag: never leave it RUNNING."""
