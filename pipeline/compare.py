@@ -40,7 +40,7 @@ from pipeline.job import PER_QUESTION_TABLE
 from pipeline.record import read_table, store_error
 from pipeline.redact import redact_text
 from pipeline.report import _format as format_table
-from pipeline.selectors import SelectorError, describe, resolve
+from pipeline.selectors import SelectorError, describe, literal, resolve
 from pipeline.tracking import (
     TAG_CORPUS_DIGEST,
     TAG_KIND,
@@ -224,7 +224,8 @@ def record(client: MlflowClient, baseline: Side, candidate: Side, comparison: Co
     resumed sweep, a repeated command) it returns the run that already holds it."""
     experiment_id = candidate.run.info.experiment_id
     digest = _digest([baseline.run_id, candidate.run_id, list(comparison.table.index), comparison.confidence,
-                      resamples, permutations, seed, gate_result.reason if gate_result else None, sorted(tags or {})])
+                      resamples, permutations, seed, gate_result.reason if gate_result else None,
+                      sorted((tags or {}).items())])
     for run in client.search_runs([experiment_id], f"tags.`{TAG_DIGEST}` = '{digest}'", max_results=10):
         if run.info.status == "FINISHED":
             return run.info.run_id
@@ -287,7 +288,7 @@ def promote(client: MlflowClient, candidate: Run, tag: tuple[str, str] = BASELIN
     """
     key, value = tag
     experiment_id = candidate.info.experiment_id
-    query = f"tags.`{key}` = '{value}'"
+    query = f"tags.`{key}` = {literal(value)}"
     previous = [r.info.run_id for r in client.search_runs([experiment_id], query, max_results=1000)
                 if r.info.run_id != candidate.info.run_id]
     now = datetime.now(UTC).isoformat(timespec="seconds")

@@ -49,8 +49,8 @@ def metric_key(text: str) -> str:
         return text
 
 
-def resolve(client: MlflowClient, experiment_id: str | None, selector: str, within: str | None = None) -> Run:
-    """The one run ``selector`` names. ``within``: only the children of this sweep's parent run."""
+def resolve(client: MlflowClient, experiment_id: str | None, selector: str) -> Run:
+    """The one run ``selector`` names (a run id in any experiment; anything else within ``experiment_id``)."""
     selector = selector.strip()
     if not selector:
         raise SelectorError("empty run selector")
@@ -66,18 +66,18 @@ def resolve(client: MlflowClient, experiment_id: str | None, selector: str, with
         key, eq, wanted = value.partition("=")
         if not eq or not key:
             raise SelectorError(f"selector {selector!r}: expected tag:KEY=VALUE")
-        return _first(client, experiment_id, f"tags.`{key}` = {_literal(wanted)}", selector, within)
+        return _first(client, experiment_id, f"tags.`{key}` = {literal(wanted)}", selector)
     if kind == "best" and value:
         key = metric_key(value)
-        return _first(client, experiment_id, f"metrics.`{key}` >= -1e300", selector, within,
+        return _first(client, experiment_id, f"metrics.`{key}` >= -1e300", selector,
                       order=[f"metrics.`{key}` DESC", "attributes.start_time ASC"])
     if selector == "latest":
-        return _first(client, experiment_id, "", selector, within)
+        return _first(client, experiment_id, "", selector)
     name = value if kind == "name" and value else selector
-    return _first(client, experiment_id, f"attributes.run_name = {_literal(name)}", selector, within)
+    return _first(client, experiment_id, f"attributes.run_name = {literal(name)}", selector)
 
 
-def _literal(text: str) -> str:
+def literal(text: str) -> str:
     """A string literal for MLflow's search syntax (which has no escapes: pick the quote the text lacks)."""
     if "'" not in text:
         return f"'{text}'"
@@ -86,15 +86,13 @@ def _literal(text: str) -> str:
     raise SelectorError(f"cannot search for {text!r}: it holds both kinds of quote")
 
 
-def _first(client: MlflowClient, experiment_id: str, query: str, selector: str, within: str | None,
+def _first(client: MlflowClient, experiment_id: str, query: str, selector: str,
            order: list[str] | None = None) -> Run:
     clauses = [c for c in (query, "attributes.status = 'FINISHED'") if c]
-    if within:
-        clauses.append(f"tags.`mlflow.parentRunId` = '{within}'")
     match = _scan(client, experiment_id, " and ".join(clauses), order or ["attributes.start_time DESC"],
                   lambda run: run.data.tags.get(TAG_KIND, "run") in EVALUATED_KINDS)
     if match is None:
-        where = f"sweep {within}" if within else f"experiment {_experiment_name(client, experiment_id)!r}"
+        where = f"experiment {_experiment_name(client, experiment_id)!r}"
         raise NoMatch(f"no finished run matches {selector!r} in {where}")
     return match
 
