@@ -114,3 +114,38 @@ def test_a_server_stopped_mid_sweep_then_sync_logs_every_result_exactly_once(tmp
         again = subprocess.run(sync, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert again.returncode == 0 and "is complete" in again.stdout
         assert_every_job_once(client, sweep_dir, K1)
+
+
+def test_a_result_computed_while_the_store_was_down_is_logged_by_the_next_attempt_without_recomputing(
+        launch_dir, monkeypatch, capsys):
+    """The resume path: the job's folder holds a pending record; the next run of the job logs it as it is."""
+    from hydra import compose, initialize_config_dir
+
+    import pipeline.cli
+    from pipeline.context import JobContext, SweepHandle
+    from pipeline.runner import run_job
+    from pipeline.tracking import Tracker, open_experiment
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    uri = f"sqlite:///{launch_dir / 'mlflow.db'}"
+    client, experiment_id = open_experiment(uri, "rankscope")
+    parent = Tracker.start(client, experiment_id, "sweep", {"rankscope.kind": "sweep"})
+    sweep_dir = launch_dir / "sweep"
+    SweepHandle(experiment_id, parent.run_id, []).write(sweep_dir)
+    ctx = JobContext(launch_dir=launch_dir, output_dir=sweep_dir / "0", sweep_dir=sweep_dir)
+
+    def job(tracking_uri: str):
+        with initialize_config_dir(config_dir=str(pipeline.cli.CONF_DIR), version_base="1.3"):
+            cfg = compose("config", overrides=[f"tracking.uri={tracking_uri}", f"cache.dir={launch_dir / 'cache'}"])
+        return run_job(cfg, ctx)
+
+    assert job("http://127.0.0.1:9") is None  # nothing answers on the discard port
+    assert "results saved in" in capsys.readouterr().err
+    pending = JobRecord.load(sweep_dir / "0")
+    assert pending.pending and pending.metrics["ndcg_at_5"] == pytest.approx(0.691, abs=5e-4)
+    run_id = job(uri)
+    assert "logged the results computed earlier" in capsys.readouterr().out
+    run = client.get_run(run_id)
+    assert run.data.tags["rankscope.record"] == pending.record_id  # the saved record, not a new computation
+    assert run.data.tags["mlflow.parentRunId"] == parent.run_id and run.info.status == "FINISHED"
+    assert job(uri) == run_id and "already logged as run" in capsys.readouterr().out
