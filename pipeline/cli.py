@@ -24,9 +24,12 @@ from omegaconf.errors import OmegaConfBaseException
 from pipeline import schema
 from pipeline.context import JobContext
 from pipeline.redact import one_line, redact_std_streams, redact_text
-from pipeline.runner import PROG, JobFailed, run_job
+from pipeline.runner import PROG, JobFailed, execute_job
+from pipeline.tracking import TAG_KIND
+from pipeline.tuning import is_tuning, objective, trial_line
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+TUNE_HINT = "pip install 'rankscope[tune]'"
 
 
 def stamp() -> str:
@@ -67,8 +70,11 @@ def unescape(override: str) -> str:
     return re.sub(r"\\(.)", r"\1", override)
 
 
-def task(cfg: DictConfig) -> str | None:
-    """One Hydra job. A single run that fails on bad input exits with status 1 after its one-line reason."""
+def task(cfg: DictConfig) -> str | float | None:
+    """One Hydra job. A single run that fails on bad input exits with status 1 after its one-line reason.
+
+    Returns the MLflow run id; in a tuning sweep, the objective the optimiser maximises (pipeline/tuning.py).
+    """
     redact_std_streams()  # in a joblib worker, this is the first rankscope code to run
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
@@ -81,10 +87,15 @@ def task(cfg: DictConfig) -> str | None:
         overrides=[unescape(o) for o in hydra_cfg.overrides.task],
         choices={str(k): str(v) for k, v in hydra_cfg.runtime.choices.items() if v is not None},
     )
+    tuning = multirun and is_tuning(hydra_cfg)
     try:
-        return run_job(cfg, ctx)
+        outcome = execute_job(cfg, ctx, tags={TAG_KIND: "trial"} if tuning else None, report=not tuning)
     except JobFailed:
         sys.exit(1)
+    if tuning:
+        print(trial_line(outcome, ctx.job_num), flush=True)
+        return objective(outcome)
+    return outcome.run_id
 
 
 _hydra_main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(task)
@@ -104,7 +115,10 @@ def main() -> None:
     try:
         _hydra_main()
     except (HydraException, OmegaConfBaseException) as exc:
-        print(f"{PROG}: config: {one_line(exc)}", file=sys.stderr, flush=True)
+        reason = one_line(exc)
+        if "Could not find 'hydra/sweeper/optuna'" in reason:
+            reason += f": tuning sweeps need the optional package hydra-optuna-sweeper: {TUNE_HINT}"
+        print(f"{PROG}: config: {reason}", file=sys.stderr, flush=True)
         sys.exit(1)
     finally:
         os.environ.pop("HYDRA_FULL_ERROR", None)

@@ -8,6 +8,7 @@ on. Any other exception also ends the run FAILED, then propagates (it is a bug, 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,18 +38,33 @@ from pipeline.tracking import (
 
 PROG = "rankscope"
 OUTPUT_DIR_TAG = "rankscope.output_dir"
+TAG_JUDGMENTS = "rankscope.judgments"  # the judgments file the job read: which split it was scored on
 
 
 class JobFailed(Exception):
     """A job ended on bad input; already reported and logged."""
 
 
+@dataclass(frozen=True)
+class JobOutcome:
+    """A logged job: its MLflow run id, and its result (None when it failed on bad input, inside a sweep)."""
+
+    run_id: str
+    result: JobResult | None
+
+
 def run_job(cfg: DictConfig, ctx: JobContext) -> str:
     """Run and log one job; returns its MLflow run id. Raises :class:`JobFailed` (single runs) on bad input."""
+    return execute_job(cfg, ctx).run_id
+
+
+def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = None,
+                report: bool = True) -> JobOutcome:
+    """:func:`run_job` keeping the result: ``tags`` are added to the run's; ``report=False`` prints nothing."""
     handle = SweepHandle.read(ctx.sweep_dir) if ctx.sweep_dir is not None else None
     system = system_name(str(cfg.retriever.get("name", "retriever")), ctx.overrides, handle.varying if handle else [])
     tags = {TAG_SYSTEM: system, TAG_OVERRIDES: " ".join(ctx.overrides), OUTPUT_DIR_TAG: str(ctx.output_dir),
-            TAG_KIND: "job" if handle else "run", TAG_JOB: str(ctx.job_num)}
+            TAG_KIND: "job" if handle else "run", TAG_JOB: str(ctx.job_num), **(tags or {})}
     try:
         uri = tracking_uri(cfg.tracking.uri, ctx.launch_dir)
         if handle is not None:  # the sweep's driver created the store and the parent run
@@ -71,14 +87,15 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> str:
         _say_failed(ctx, str(exc))
         if handle is None:
             raise JobFailed(str(exc)) from None
-        return tracker.run_id
+        return JobOutcome(tracker.run_id, None)
     except BaseException as exc:
         tracker.finish(error=f"{type(exc).__name__}: {exc}")
         raise
     tracker.finish()
-    where = "" if handle else "\nMLflow: " + run_location(uri, experiment_id, tracker.run_id)
-    print(job_report(result) + where + "\n", flush=True)
-    return tracker.run_id
+    if report:
+        where = "" if handle else "\nMLflow: " + run_location(uri, experiment_id, tracker.run_id)
+        print(job_report(result) + where + "\n", flush=True)
+    return JobOutcome(tracker.run_id, result)
 
 
 def job_params(cfg: DictConfig, ctx: JobContext) -> dict[str, Any]:
@@ -93,7 +110,8 @@ def job_params(cfg: DictConfig, ctx: JobContext) -> dict[str, Any]:
 def log_result(tracker: Tracker, result: JobResult, files: list[Path]) -> None:
     """Metrics (one batch), the corpus as a dataset input, the per-question table, the job's files."""
     c = result.collection
-    tracker.log_metrics(result.metrics(), tags={TAG_CORPUS_DIGEST: c.digest, "rankscope.corpus": c.name})
+    tracker.log_metrics(result.metrics(), tags={TAG_CORPUS_DIGEST: c.digest, "rankscope.corpus": c.name,
+                                                TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}"})
     docs = _documents_frame(c)
     tracker.log_dataset(docs, name=f"{c.name}/{c.split}", digest=c.digest, source=c.source or c.name,
                         context="evaluation")

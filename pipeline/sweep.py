@@ -3,8 +3,9 @@
 ``on_multirun_start`` runs once in the driver before any job: it creates the tracking store (once, so parallel
 jobs never race to create SQLite), opens the parent run and writes the hand-off file the jobs read.
 ``on_multirun_end`` builds the summary from what MLflow holds (joblib workers report nothing back to the
-driver), prints it, logs it to the parent and closes the parent FINISHED or FAILED. If the sweep dies before
-that, an exit handler closes the parent FAILED: it is never left RUNNING.
+driver), prints it, logs it to the parent and closes the parent FINISHED or FAILED; a tuning sweep
+(``hydra/sweeper=optuna``) is checked first and ends with the held-out evaluation instead (pipeline/tuning.py).
+If the sweep dies before that, an exit handler closes the parent FAILED: it is never left RUNNING.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pipeline.context import SweepHandle
 from pipeline.redact import one_line, redact_text
 from pipeline.report import sweep_report
 from pipeline.runner import PROG
-from pipeline.summary import SweepSummary, child_runs, summarize
+from pipeline.summary import SweepSummary, SystemRun, child_runs, summarize
 from pipeline.tracking import (
     TAG_KIND,
     TAG_OVERRIDES,
@@ -38,6 +39,7 @@ from pipeline.tracking import (
     run_location,
     tracking_uri,
 )
+from pipeline.tuning import check_tuning, finish_tuning, is_tuning
 
 SUMMARY_TEXT = "summary.txt"
 SYSTEMS_FILE = "systems.csv"
@@ -87,6 +89,7 @@ class MlflowSweep(Callback):
     def __init__(self) -> None:
         self.parent: Tracker | None = None
         self.handle: SweepHandle | None = None
+        self.tuning = False
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         launch_dir = Path(config.hydra.runtime.cwd)
@@ -95,6 +98,14 @@ class MlflowSweep(Callback):
         jobs = job_override_lists(config, overrides)
         if jobs is not None:
             validate_jobs(config, jobs)
+        self.tuning = is_tuning(config.hydra)
+        if self.tuning:
+            try:
+                check_tuning(config, launch_dir, varying)
+            except InputError as exc:
+                _exit(str(exc))
+            except (HydraException, OmegaConfBaseException) as exc:
+                _exit(one_line(exc))
         try:
             uri = tracking_uri(config.tracking.uri, launch_dir)
             client, experiment_id = open_experiment(uri, config.tracking.experiment)
@@ -109,14 +120,31 @@ class MlflowSweep(Callback):
         self.handle.write(sweep_dir)
         self.sweep_dir = sweep_dir
         self.uri = uri
-        self.title = f"Sweep {name}"
+        self.overrides = overrides
+        self.title = f"{'Tuning' if self.tuning else 'Sweep'} {name}"
         atexit.register(self._abandoned)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None or self.handle is None:
             return
-        plan = metric_plan(config.metrics)
         systems = child_runs(self.parent.client, self.handle.experiment_id, self.parent.run_id)
+        self._close_children(systems)
+        if self.tuning:
+            error = finish_tuning(config, self.parent, self.handle, systems, self.overrides, self.sweep_dir,
+                                  self.title)
+            where = run_location(self.uri, self.handle.experiment_id, self.parent.run_id)
+            print(f"\nMLflow: parent {where}", flush=True)
+        else:
+            error = self._summarize(config, systems)
+        self.parent.finish(error=error)
+        self.parent = None
+        atexit.unregister(self._abandoned)
+        if error:
+            _exit(error)
+
+    def _summarize(self, config: DictConfig, systems: list[SystemRun]) -> str | None:
+        """Print and log the systems side by side; returns why the sweep failed, or None."""
+        plan = metric_plan(config.metrics)
         summary = summarize(systems, self.parent.run_id, plan.show, plan.primary, plan.confidence, plan.resamples,
                             plan.seed)
         text = sweep_report(summary, self.title)
@@ -124,24 +152,18 @@ class MlflowSweep(Callback):
         print(f"\n{text}\n\nMLflow: parent {where}", flush=True)
         # Plug-in point: plots and the HTML report build from `summary` (and the children's artifacts) here.
         files = write_summary(summary, text, self.sweep_dir)
-        self._close_children(summary)
         failed = len(summary.failed)
         self.parent.log_metrics({"jobs/finished": len(summary.finished), "jobs/failed": failed})
         if not summary.means.empty:
             self.parent.log_table(summary.means.reset_index(), SUMMARY_TABLE)
         self.parent.log_files(files)
-        error = None
         if failed or not summary.systems:
-            error = f"{failed} of {len(summary.systems)} jobs failed" if summary.systems else "no job ran"
-        self.parent.finish(error=error)
-        self.parent = None
-        atexit.unregister(self._abandoned)
-        if error:
-            _exit(error)
+            return f"{failed} of {len(summary.systems)} jobs failed" if summary.systems else "no job ran"
+        return None
 
-    def _close_children(self, summary: SweepSummary) -> None:
+    def _close_children(self, systems: list[SystemRun]) -> None:
         """A child still RUNNING now lost its process: record that it failed."""
-        for system in summary.systems:
+        for system in systems:
             if system.status == "RUNNING":
                 Tracker(self.parent.client, system.run_id).finish(error="the job's process ended without closing it")
                 system.status = "FAILED"
