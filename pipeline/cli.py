@@ -120,5 +120,11 @@ def main() -> None:
             reason += f": tuning sweeps need the optional package hydra-optuna-sweeper: {TUNE_HINT}"
         print(f"{PROG}: config: {reason}", file=sys.stderr, flush=True)
         sys.exit(1)
+    except ValueError as exc:  # optuna, when asked for the best of a search in which every trial failed
+        if "No trials are completed" not in str(exc):
+            raise
+        print(f"{PROG}: every trial of the tuning sweep failed (reasons above): nothing to evaluate", file=sys.stderr,
+              flush=True)
+        sys.exit(1)
     finally:
         os.environ.pop("HYDRA_FULL_ERROR", None)

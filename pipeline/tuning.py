@@ -52,11 +52,14 @@ def tuning_split(corpus: DictConfig) -> str:
     return "test" if OmegaConf.get_type(corpus) is HelpdeskCorpus else str(corpus.split)
 
 
-def objective(outcome: JobOutcome) -> float:
-    """What a trial returns to the optimiser: ``metrics.primary`` on the tuning split; NaN (a failed trial for
-    Optuna) when the job failed on bad input."""
+def objective(outcome: JobOutcome) -> float | None:
+    """What a trial returns to the optimiser: ``metrics.primary`` on the tuning split.
+
+    None when the job failed on bad input: the optuna sweeper records a trial whose value is not a number as
+    failed and goes on (NaN would crash hydra-optuna-sweeper 1.3.0 with optuna 2.10).
+    """
     if outcome.result is None:
-        return float("nan")
+        return None
     return float(outcome.result.intervals[outcome.result.plan.primary.name].mean)
 
 

@@ -200,3 +200,30 @@ def test_the_untuned_configuration_keeps_the_fixed_overrides_and_drops_the_searc
     everything = ["retriever.k1=interval(0.3, 2.5)", "retriever.b=choice(0.4,0.75)", "experiment=tune_bm25_scifact",
                   "corpus.path=/data/x", "retriever.name=mine"]
     assert fixed_overrides(everything) == ["experiment=tune_bm25_scifact", "corpus.path=/data/x", "retriever.name=mine"]
+
+
+# --- trials that fail on bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_failed_trials_are_listed_and_the_search_goes_on(launch_dir):
+    corpus = two_split_corpus(launch_dir / "hd2")  # with seed 0 the three k1 drawn are about -0.13, 0.007, -0.44
+    done = run_pipeline(launch_dir, *tuning_args(corpus, "retriever.k1=interval(-1.5, 1.0)"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    _, parent, children = runs(launch_dir)
+    assert parent.info.status == "FINISHED" and parent.data.metrics["jobs/failed"] == 2
+    assert done.stdout.count("FAILED trial") == 2 and "BM25 k1 must be >= 0" in done.stdout
+    held_out = next(r for r in children if r.data.tags.get("rankscope.tune.role") == "tuned/holdout")
+    assert float(held_out.data.params["retriever.k1"]) >= 0
+
+
+@pytest.mark.slow
+def test_when_every_trial_fails_the_command_says_so_in_one_line(launch_dir):
+    corpus = two_split_corpus(launch_dir / "hd2")
+    done = run_pipeline(launch_dir, *tuning_args(corpus, "retriever.k1=interval(-2.0, -1.0)",
+                                                 "hydra.sweeper.n_trials=2"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == ("rankscope: every trial of the tuning sweep failed (reasons "
+                                                    "above): nothing to evaluate")
+    _, parent, _ = runs(launch_dir)
+    assert parent.info.status == "FAILED"
