@@ -52,6 +52,7 @@ class JobResult:
     intervals: dict[str, Interval]  # metric name ('ndcg@5') -> mean with its bootstrap interval
     table: pd.DataFrame  # one row per evaluated question: see per_question_table()
     seconds: dict[str, float] = field(default_factory=dict)
+    extra_metrics: dict[str, float] = field(default_factory=dict)  # added by later stages (failure counts)
 
     def metrics(self) -> dict[str, float]:
         """The run's MLflow metrics: each mean and its bounds, question counts and stage timings."""
@@ -68,6 +69,7 @@ class JobResult:
         out["queries/no_results"] = int((self.table["retrieved"] == 0).sum())
         out["corpus/documents"] = len(self.collection.doc_ids)
         out.update({f"time/{stage}_s": round(s, 4) for stage, s in self.seconds.items()})
+        out.update(self.extra_metrics)
         return out
 
     def means_frame(self) -> pd.DataFrame:

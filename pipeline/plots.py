@@ -151,8 +151,8 @@ def _heatmap_buckets(ranks: pd.DataFrame, cutoff: int, late_limit: int) -> Figur
     ax.set_yticks(range(len(counts)), list(counts.index))
     ax.set_xlabel("system")
     ax.set_ylabel("rank of first relevant document (position)")
-    ax.set_title(f"Rank of the first relevant document, {len(ranks)} questions counted per rank bucket\n"
-                 "(hatched grey row = not retrieved)")
+    ax.set_title(f"Rank of the first relevant document\n{len(ranks)} questions counted per rank bucket "
+                 "(hatched grey row = not retrieved)", fontsize="medium")
     fig.colorbar(image, ax=ax, label="share of questions (0–1)")
     return fig
 

@@ -17,9 +17,10 @@ from mlflow import MlflowClient
 from omegaconf import DictConfig
 
 from metrics.errors import InputError
-from pipeline.build import plain
+from pipeline.build import metric_plan, plain
 from pipeline.collection import Collection
 from pipeline.context import JobContext, SweepHandle, system_name
+from pipeline.diagnose_job import check_diagnosis, diagnose_job
 from pipeline.job import PER_QUESTION_TABLE, JobResult, evaluate_job, write_results
 from pipeline.redact import redact_text
 from pipeline.report import job_report
@@ -77,11 +78,14 @@ def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = 
     tracker = Tracker.start(client, experiment_id, system, tags, handle.parent_run_id if handle else None)
     try:
         tracker.log_params(job_params(cfg, ctx))
+        check_diagnosis(cfg, metric_plan(cfg.metrics))  # a bad diagnosis block fails before the work
         result = evaluate_job(cfg, ctx.launch_dir, system)
-        files = write_results(result, cfg, ctx.output_dir)
+        diagnosis = diagnose_job(result, cfg, ctx.launch_dir)  # adds its columns and failure counts to `result`
+        files = write_results(result, cfg, ctx.output_dir) + diagnosis.write(ctx.output_dir)
         # Plug-in point: `result` holds the Collection, the Run and the per-question table; later stages
-        # (failure diagnosis, plots, HTML report) add their files to `files` here, before anything is logged.
+        # add their files to `files` here, before anything is logged.
         log_result(tracker, result, files)
+        diagnosis.save_and_log_figures(ctx.output_dir, tracker)
     except InputError as exc:
         tracker.finish(error=str(exc))
         _say_failed(ctx, str(exc))
@@ -94,7 +98,7 @@ def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = 
     tracker.finish()
     if report:
         where = "" if handle else "\nMLflow: " + run_location(uri, experiment_id, tracker.run_id)
-        print(job_report(result) + where + "\n", flush=True)
+        print(job_report(result) + "\n\n" + diagnosis.terminal_text() + where + "\n", flush=True)
     return JobOutcome(tracker.run_id, result)
 
 

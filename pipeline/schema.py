@@ -195,6 +195,18 @@ class TrackingConfig:
 
 
 @dataclass
+class DiagnosisConfig:
+    """pipeline/diagnosis.py: when a question counts as failing and which failure classes apply (see README)."""
+
+    cutoff: int = 3  # a question fails when its first relevant document is not in the top `cutoff`
+    late_limit: int = 10  # late rank: rank cutoff+1 .. late_limit, or beyond late_limit / the ranking depth
+    duplicate_threshold: float = 0.6  # Jaccard similarity of word shingles that makes two documents duplicates
+    duplicate_top_k: int = 10  # duplicates are looked for within each ranking's top k
+    shingle_size: int = 2  # words per shingle
+    histogram_metric: str | None = None  # the per-run histogram's metric; null: nDCG at the largest cutoff
+
+
+@dataclass
 class TuneConfig:
     """Tuning sweeps (``hydra/sweeper=optuna``): trials are scored by ``metrics.primary`` on ``corpus.split``;
     the best configuration is then evaluated once on ``holdout`` (see pipeline/tuning.py).
@@ -216,6 +228,7 @@ class Config:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     text: TextConfig = field(default_factory=TextConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
+    diagnosis: DiagnosisConfig = field(default_factory=DiagnosisConfig)
     tune: TuneConfig = field(default_factory=TuneConfig)
     depth: int = 100  # ranking depth: how many documents each question's ranking keeps
     study: str | None = None  # a sweep's name (experiment files set it); names the parent MLflow run

@@ -26,10 +26,12 @@ from omegaconf.errors import OmegaConfBaseException
 from metrics.errors import InputError
 from pipeline.build import check_config, metric_plan
 from pipeline.context import SweepHandle
+from pipeline.diagnose_job import check_diagnosis
 from pipeline.redact import one_line, redact_text
 from pipeline.report import sweep_report
 from pipeline.runner import PROG
 from pipeline.summary import SweepSummary, SystemRun, child_runs, summarize
+from pipeline.sweep_html import plots_and_report
 from pipeline.tracking import (
     TAG_KIND,
     TAG_OVERRIDES,
@@ -68,7 +70,7 @@ def validate_jobs(config: DictConfig, jobs: list[list[str]]) -> None:
             with open_dict(job_cfg):
                 del job_cfg["hydra"]
             check_config(job_cfg)
-            metric_plan(job_cfg.metrics)
+            check_diagnosis(job_cfg, metric_plan(job_cfg.metrics))
         except InputError as exc:
             _exit(f"{where}: {exc}")
         except (HydraException, OmegaConfBaseException) as exc:
@@ -120,8 +122,9 @@ class MlflowSweep(Callback):
         self.handle.write(sweep_dir)
         self.sweep_dir = sweep_dir
         self.uri = uri
-        self.overrides = overrides
         self.title = f"{'Tuning' if self.tuning else 'Sweep'} {name}"
+        self.overrides = " ".join(overrides) or "(none)"
+        self.sweep_args = overrides  # as parsed: the tuning driver rebuilds the untuned and tuned configs from them
         atexit.register(self._abandoned)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -130,7 +133,7 @@ class MlflowSweep(Callback):
         systems = child_runs(self.parent.client, self.handle.experiment_id, self.parent.run_id)
         self._close_children(systems)
         if self.tuning:
-            error = finish_tuning(config, self.parent, self.handle, systems, self.overrides, self.sweep_dir,
+            error = finish_tuning(config, self.parent, self.handle, systems, self.sweep_args, self.sweep_dir,
                                   self.title)
             where = run_location(self.uri, self.handle.experiment_id, self.parent.run_id)
             print(f"\nMLflow: parent {where}", flush=True)
@@ -150,8 +153,10 @@ class MlflowSweep(Callback):
         text = sweep_report(summary, self.title)
         where = run_location(self.uri, self.handle.experiment_id, self.parent.run_id)
         print(f"\n{text}\n\nMLflow: parent {where}", flush=True)
-        # Plug-in point: plots and the HTML report build from `summary` (and the children's artifacts) here.
+        # Plug-in point: later views of the sweep build from `summary` (read back from MLflow) and add files here.
         files = write_summary(summary, text, self.sweep_dir)
+        files += plots_and_report(summary, plan, config.diagnosis, self.title, self.sweep_dir, self.parent,
+                                  {"MLflow": f"parent {where}", "overrides": self.overrides})
         failed = len(summary.failed)
         self.parent.log_metrics({"jobs/finished": len(summary.finished), "jobs/failed": failed})
         if not summary.means.empty:

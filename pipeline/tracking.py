@@ -209,10 +209,11 @@ class Tracker:
                 safe[column] = [redact_text(v) if isinstance(v, str) else v for v in safe[column]]
         self.client.log_table(self.run_id, data=safe, artifact_file=artifact_file)
 
-    def log_files(self, paths: Iterable[Path]) -> None:
-        """Files already written with secrets masked (see ``pipeline.job.write_results``)."""
+    def log_files(self, paths: Iterable[Path], folder: str | None = None) -> None:
+        """Files already written with secrets masked (see ``pipeline.job.write_results``), optionally into an
+        artifact ``folder``."""
         for path in paths:
-            self.client.log_artifact(self.run_id, str(path))
+            self.client.log_artifact(self.run_id, str(path), folder)
 
     def finish(self, error: str | None = None) -> None:
         """End the run FINISHED, or FAILED with the reason as a tag: never leave it RUNNING."""

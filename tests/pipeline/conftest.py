@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.pipeline.helpers import run_pipeline
+
 
 @pytest.fixture(scope="session")
 def empty_store(tmp_path_factory) -> Path:
@@ -23,3 +25,12 @@ def launch_dir(tmp_path: Path, empty_store: Path) -> Path:
     """A launch folder whose default store ``mlflow.db`` already exists (a copy of the empty template)."""
     shutil.copy(empty_store, tmp_path / "mlflow.db")
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def four_systems(tmp_path_factory):
+    """``python -m pipeline -m retriever=bm25,lsa,weighted,rrf`` once per session: (launch folder, result)."""
+    tmp = tmp_path_factory.mktemp("sweep")
+    done = run_pipeline(tmp, "-m", "retriever=bm25,lsa,weighted,rrf")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return tmp, done

@@ -25,7 +25,7 @@ def test_a_failed_sweep_point_leaves_the_other_runs_intact_and_fails_the_parent(
     assert "Traceback" not in done.stderr
     reasons = [line for line in done.stderr.splitlines() if str(missing) in line]
     assert reasons and all("corpus folder does not exist" in line for line in reasons)
-    _, runs = runs_by_status(tmp_path)
+    client, runs = runs_by_status(tmp_path)
     parent = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
     children = {r.data.params["corpus.path"]: r for r in runs if r is not parent}
     assert parent.info.status == "FAILED" and "1 of 2 jobs failed" in parent.data.tags["rankscope.error"]
@@ -37,6 +37,12 @@ def test_a_failed_sweep_point_leaves_the_other_runs_intact_and_fails_the_parent(
     sweep_dir = Path(parent.data.tags["rankscope.sweep_dir"])  # every worker resolved the same folder
     assert {Path(r.data.tags["rankscope.output_dir"]).parent for r in children.values()} == {sweep_dir}
     assert (sweep_dir / "summary.txt").is_file() and (sweep_dir / "0" / "per_question.csv").is_file()
+    # the report and plots are built from MLflow in the driver: the finished system, and the failed one named
+    logged = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"report.html", "plots"} <= logged
+    report = (sweep_dir / "report.html").read_text(encoding="utf-8")
+    assert "Diagnosis: BM25 corpus.path=.../helpdesk" in report and "vocabulary gap" in report
+    assert "failed job 1" in report and "corpus folder does not exist" in report
 
 
 def test_a_single_run_on_a_missing_corpus_fails_its_run_in_one_line(launch_dir):

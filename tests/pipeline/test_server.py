@@ -115,7 +115,12 @@ def test_the_parent_holds_four_nested_children_and_the_sweep_summary(server, swe
     assert tags(parent)["rankscope.launcher"] == "joblib" and tags(parent)["rankscope.kind"] == "sweep"
     listed = rest(server, f"/api/2.0/mlflow/artifacts/list?run_id={parent['info']['run_id']}")
     files = {f["path"] for f in listed["files"]}
-    assert {"summary.txt", "systems.csv", "differences.csv", "sweep_summary.json"} <= files
+    assert {"summary.txt", "systems.csv", "differences.csv", "sweep_summary.json", "report.html", "plots"} <= files
+    plots = rest(server, f"/api/2.0/mlflow/artifacts/list?run_id={parent['info']['run_id']}&path=plots")
+    assert {f["path"] for f in plots["files"]} == {"plots/metric_means.png", "plots/first_relevant_rank.png",
+                                                   "plots/paired_bootstrap.png"}
+    report = artifact(server, experiment_id, parent["info"]["run_id"], "report.html")
+    assert all(f"Diagnosis: {system}" in report for system in SPEC_NDCG5) and SECRET not in report
     table = json.loads(artifact(server, experiment_id, parent["info"]["run_id"], "sweep_summary.json"))
     assert [row[0] for row in table["data"]] == ["BM25", "LSA", "weighted", "RRF"]
 
@@ -135,8 +140,10 @@ def test_each_child_has_params_metrics_table_and_dataset_input(server, sweep):
         assert dataset["dataset"]["name"] == "helpdesk/test"
         assert dataset["dataset"]["digest"] == tags(child)["rankscope.corpus_digest"]
         table = json.loads(artifact(server, experiment_id, child["info"]["run_id"], "per_question.json"))
-        assert {"query_id", "question", "ndcg@5", "first_relevant_rank", "top_3"} <= set(table["columns"])
+        assert {"query_id", "question", "ndcg@5", "first_relevant_rank", "top_3", "failure_classes",
+                "evidence"} <= set(table["columns"])
         assert len(table["data"]) == 14
+        assert metrics["failures/vocabulary_gap"] == 1 and metrics["failures/homonymy"] == 1
 
 
 def test_no_credential_reaches_params_tags_artifacts_or_the_terminal(server, sweep):
@@ -146,5 +153,7 @@ def test_no_credential_reaches_params_tags_artifacts_or_the_terminal(server, swe
     for run in runs:
         run_id = run["info"]["run_id"]
         for entry in rest(server, f"/api/2.0/mlflow/artifacts/list?run_id={run_id}")["files"]:
+            if entry["is_dir"]:  # plots/: images drawn from metrics and question ids
+                continue
             assert SECRET not in artifact(server, experiment_id, run_id, entry["path"]), entry["path"]
     assert "alice:***@" in tags(split(runs)[0])["rankscope.overrides"]

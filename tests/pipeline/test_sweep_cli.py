@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from mlflow import MlflowClient
 
 from tests.pipeline.helpers import run_pipeline
@@ -29,15 +28,6 @@ def parent_and_children(client: MlflowClient, experiment_id: str):
     parent = parents[0]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     return parent, {r.data.tags["rankscope.system"]: r for r in children}
-
-
-@pytest.fixture(scope="module")
-def four_systems(tmp_path_factory):
-    """``python -m pipeline -m retriever=bm25,lsa,weighted,rrf`` once, for every test of this module."""
-    tmp = tmp_path_factory.mktemp("sweep")
-    done = run_pipeline(tmp, "-m", "retriever=bm25,lsa,weighted,rrf")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return tmp, done
 
 
 def test_the_sweep_finds_spec_numbers_in_the_child_runs(four_systems):
@@ -94,9 +84,11 @@ def test_a_single_run_is_a_plain_run_with_its_files_table_and_dataset(launch_dir
     assert dataset.dataset.digest == run.data.tags["rankscope.corpus_digest"]
     assert run.data.tags["rankscope.version"]
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert artifacts == {"config.yaml", "per_question.csv", "per_question.json", "run.trec", "metrics.csv"}
+    assert artifacts == {"config.yaml", "per_question.csv", "per_question.json", "run.trec", "metrics.csv",
+                         "diagnosis.txt", "plots"}
     output = Path(run.data.tags["rankscope.output_dir"])
     assert output.is_relative_to(tmp_path / "outputs")
-    assert {"config.yaml", "per_question.csv", "run.trec", "metrics.csv"} <= {p.name for p in output.iterdir()}
+    assert {"config.yaml", "per_question.csv", "run.trec", "metrics.csv", "diagnosis.txt", "plots"} <= {
+        p.name for p in output.iterdir()}
     assert "dims: 10" in (output / "config.yaml").read_text()
     assert "ndcg@5" in done.stdout and "mlflow ui --backend-store-uri" in done.stdout

@@ -1,0 +1,116 @@
+"""The sweep's plots and report from a summary of child runs, whatever the sweep held: one system, systems on
+different data, failed jobs, a run logged without a diagnosis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from metrics.spec import parse_metrics
+from pipeline.build import metric_plan
+from pipeline.diagnosis import DiagnosisSettings
+from pipeline.summary import SystemRun, summarize
+from pipeline.sweep_html import REPORT_FILE, long_means, plots_and_report, report_html, sweep_figures
+from pipeline.tracking import Tracker, open_experiment
+
+PLAN = metric_plan({"k": [5], "measures": ["hit_rate", "ndcg"], "show": ["hit_rate@5", "ndcg@5"],
+                    "primary": "ndcg@5", "level": 1, "gain": "linear", "missing": "zero",
+                    "bootstrap": {"resamples": 200, "seed": 0, "confidence": 0.9, "method": "percentile"}})
+SHOW = parse_metrics("hit_rate@5,ndcg@5")
+QUESTIONS = [f"q{i}" for i in range(1, 7)]
+SETTINGS = DiagnosisSettings()
+
+
+def child(name: str, job: int, ndcg: list[float], digest: str = "d1", status: str = "FINISHED",
+          diagnosed: bool = True) -> SystemRun:
+    ranks = [1.0 if v > 0.5 else (4.0 if v > 0 else np.nan) for v in ndcg]
+    table = pd.DataFrame({"question": [f"text of {q}" for q in QUESTIONS], "hit_rate@5": [float(v > 0) for v in ndcg],
+                          "ndcg@5": ndcg, "first_relevant_rank": ranks}, index=pd.Index(QUESTIONS, name="query_id"))
+    if diagnosed:
+        late = [r == 4.0 for r in ranks]
+        table["missed"] = [r != 1.0 for r in ranks]
+        table["failure_classes"] = ["late_rank" if x else ("vocabulary_gap" if m else "") for x, m in
+                                    zip(late, table["missed"])]
+        table["first_relevant"] = ["not retrieved" if r != r else str(int(r)) for r in ranks]
+        for column in ("first_result", "first_result_shared", "shared_terms", "late_rank_kind", "duplicate_groups",
+                       "evidence"):
+            table[column] = ""
+        table["diagnosis"] = [f"diagnosed by {name}" if m else "" for m in table["missed"]]
+    metrics = {}
+    for spec in SHOW:
+        mean = float(table[spec.name].mean())
+        metrics.update({spec.mlflow_key: mean, f"{spec.mlflow_key}/ci_low": mean - 0.1,
+                        f"{spec.mlflow_key}/ci_high": min(1.0, mean + 0.1)})
+    return SystemRun(f"run{job}", name, status, job, metrics, corpus_digest=digest,
+                     per_question=table if status == "FINISHED" else None)
+
+
+A = child("A", 0, [1.0, 0.3, 0.0, 1.0, 0.8, 1.0])
+B = child("B", 1, [1.0, 0.9, 0.0, 1.0, 1.0, 0.7])
+C = child("C", 2, [0.5, 0.2, 0.0, 0.2, 0.6, 0.4])
+
+
+def summary_of(*systems: SystemRun):
+    return summarize(list(systems), "parent", SHOW, SHOW[1], PLAN.confidence, PLAN.resamples, PLAN.seed)
+
+
+def test_three_systems_get_means_heat_map_and_the_paired_bootstrap_of_the_two_best():
+    figures = sweep_figures(summary_of(A, B, C), PLAN, SETTINGS)
+    assert [f.stem for f in figures] == ["metric_means", "first_relevant_rank", "paired_bootstrap"]
+    assert "90% bootstrap intervals" in figures[0].figure.axes[0].get_title()  # the configured confidence
+    assert "B − A" in figures[2].figure.axes[0].get_title()  # the two best by mean nDCG@5, best first
+
+
+def test_one_system_has_no_pair_and_different_data_no_per_question_plots():
+    assert [f.stem for f in sweep_figures(summary_of(A), PLAN, SETTINGS)] == ["metric_means", "first_relevant_rank"]
+    other = child("B", 1, [1.0] * 6, digest="d2")
+    assert [f.stem for f in sweep_figures(summary_of(A, other), PLAN, SETTINGS)] == ["metric_means"]
+
+
+def test_long_means_pairs_every_system_and_shown_metric_with_its_bounds():
+    frame = long_means(summary_of(A, B))
+    assert list(frame["system"]) == ["A", "A", "B", "B"] and list(frame["metric"]) == ["hit_rate@5", "ndcg@5"] * 2
+    for row in frame.itertuples():
+        key = parse_metrics(row.metric)[0].mlflow_key
+        metrics = {"A": A, "B": B}[row.system].metrics
+        assert (row.mean, row.ci_low, row.ci_high) == (metrics[key], metrics[f"{key}/ci_low"],
+                                                       metrics[f"{key}/ci_high"])
+    assert frame.loc[1, "mean"] == pytest.approx(A.per_question["ndcg@5"].mean())
+
+
+def test_the_report_names_every_system_and_each_failed_job_with_its_reason():
+    failed = child("D", 3, [0.0] * 6, status="FAILED")
+    failed.error = "/nowhere: corpus folder does not exist"
+    old = child("E", 4, [1.0] * 6, diagnosed=False)  # logged before diagnosis existed: in the tables only
+    summary = summary_of(A, B, failed, old)
+    html = report_html(summary, sweep_figures(summary, PLAN, SETTINGS), "Sweep t", SETTINGS, {"sweep folder": "x"})
+    for system in ("A", "B", "E"):
+        assert f"<th>{system}</th>" in html
+    assert "Diagnosis: A" in html and "diagnosed by B" in html and "Diagnosis: E" not in html
+    assert "failed job 3" in html and "D: /nowhere: corpus folder does not exist" in html
+
+
+def test_plots_and_report_are_saved_and_logged_to_the_parent(tmp_path: Path, empty_store: Path, capsys):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    (tmp_path / "mlflow.db").write_bytes(empty_store.read_bytes())
+    client, experiment_id = open_experiment(uri, "t")
+    parent = Tracker.start(client, experiment_id, "sweep", {})
+    settings = {"cutoff": 3, "late_limit": 10, "duplicate_threshold": 0.6, "duplicate_top_k": 10, "shingle_size": 2}
+    files = plots_and_report(summary_of(A, B), PLAN, settings, "Sweep t", tmp_path / "sweep", parent, {})
+    assert files == [tmp_path / "sweep" / REPORT_FILE] and "Diagnosis: B" in files[0].read_text()
+    logged = {a.path for a in MlflowClient(uri).list_artifacts(parent.run_id, "plots")}
+    assert logged == {"plots/metric_means.png", "plots/first_relevant_rank.png", "plots/paired_bootstrap.png"}
+    assert {p.name for p in (tmp_path / "sweep" / "plots").iterdir()} == {Path(p).name for p in logged}
+    assert f"Report (open in a browser): {files[0]}" in capsys.readouterr().out
+    parent.finish()
+
+
+def test_a_broken_plot_is_reported_and_costs_nothing_else(tmp_path: Path, capsys):
+    broken = {"cutoff": 0, "late_limit": 10, "duplicate_threshold": 0.6, "duplicate_top_k": 10, "shingle_size": 2}
+    assert plots_and_report(summary_of(A, B), PLAN, broken, "t", tmp_path, None, {}) == []
+    err = capsys.readouterr().err
+    assert err.startswith("rankscope: the sweep's plots and report were not made: InputError") and "cutoff" in err
