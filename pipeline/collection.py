@@ -25,6 +25,7 @@ class Collection:
     source: str = ""
     split: str = "test"
     notes: list[str] = field(default_factory=list)
+    judgments: str = ""  # the judgments file read (``<source>/qrels/<split>.tsv``): a record of which split was used
 
     @property
     def digest(self) -> str:

@@ -103,7 +103,7 @@ def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str, collection: Col
     check_config(cfg)
     plan = metric_plan(cfg.metrics)
     tokenizer = make_tokenizer(cfg.text, launch_dir)
-    retriever = make_retriever(cfg.retriever, tokenizer, launch_dir)
+    retriever = make_retriever(cfg.retriever, tokenizer, launch_dir, cache=cfg.cache)
     if cfg.depth < 1:
         raise InputError(f"depth must be at least 1, got {cfg.depth}")
     stages = _Stages(["load", "index", "rank", "evaluate", "bootstrap"], system)

@@ -27,7 +27,7 @@ from mlflow.entities import Run
 
 from pipeline.identity import TAG_CONFIG_DIGEST, Identity
 from pipeline.redact import one_line, redact_text, redact_tree, redact_value
-from pipeline.tracking import Tracker, redacted_frame
+from pipeline.tracking import TAG_KIND, Tracker, redacted_frame
 
 RECORD_FILE = "record.json"
 TAG_RECORD = "rankscope.record"
@@ -192,7 +192,7 @@ def _publish(client: MlflowClient, record: JobRecord, folder: Path) -> Published
     if done:  # logged before (a sync run twice, or the process died after logging)
         return Published(done[0].info.run_id, reused=True)
     digest = record.tags.get(TAG_CONFIG_DIGEST)
-    if record.parent_run_id and digest:
+    if record.parent_run_id and digest and record.tags.get(TAG_KIND) == "job":  # not tuning trials: they repeat
         siblings = runs_of_config(client, record.experiment_id, record.parent_run_id, digest)
         identity = record.identity
         same = [r for r in siblings if r.info.status == "FINISHED" and identity is not None

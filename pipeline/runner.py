@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +45,30 @@ from pipeline.tracking import (
 
 PROG = "rankscope"
 OUTPUT_DIR_TAG = "rankscope.output_dir"
+TAG_JUDGMENTS = "rankscope.judgments"  # the judgments file the job read: which split it was scored on
 
 
 class JobFailed(Exception):
     """A job ended on bad input; already reported and logged."""
 
 
+@dataclass(frozen=True)
+class JobOutcome:
+    """A job: its MLflow run id (None when its results could not be logged yet), and its result (None when it
+    failed on bad input inside a sweep, or was skipped because a resumed sweep already holds it)."""
+
+    run_id: str | None
+    result: JobResult | None
+
+
 def run_job(cfg: DictConfig, ctx: JobContext) -> str | None:
-    """Run and log one job; returns its MLflow run id. Raises :class:`JobFailed` (single runs) on bad input.
+    """Run and log one job; returns its MLflow run id. Raises :class:`JobFailed` (single runs) on bad input."""
+    return execute_job(cfg, ctx).run_id
+
+
+def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = None,
+                report: bool = True) -> JobOutcome:
+    """:func:`run_job` keeping the result: ``tags`` are added to the run's; ``report=False`` prints nothing.
 
     The results are written to the job's folder (``record.json`` and its files) before anything is logged, so
     a tracking store that stops answering loses nothing: the job fails saying so, and ``python -m pipeline.sync``
@@ -61,7 +78,8 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> str | None:
     handle = SweepHandle.read(ctx.sweep_dir) if ctx.sweep_dir is not None else None
     system = system_name(str(cfg.retriever.get("name", "retriever")), ctx.overrides, handle.varying if handle else [])
     tags = {**config_tags(cfg), TAG_SYSTEM: system, TAG_OVERRIDES: " ".join(ctx.overrides),
-            OUTPUT_DIR_TAG: str(ctx.output_dir), TAG_KIND: "job" if handle else "run", TAG_JOB: str(ctx.job_num)}
+            OUTPUT_DIR_TAG: str(ctx.output_dir), TAG_KIND: "job" if handle else "run", TAG_JOB: str(ctx.job_num),
+            **(tags or {})}
     try:
         uri = tracking_uri(cfg.tracking.uri, ctx.launch_dir)
         if handle is not None:  # the sweep's driver created the store and the parent run
@@ -82,10 +100,10 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> str | None:
         loaded = time.perf_counter() - started
         identity = Identity(tags[TAG_CONFIG_DIGEST], collection.digest, code_version())
         tags.update(identity.tags())
-        if handle is not None:
+        if handle is not None and tags[TAG_KIND] == "job":  # tuning trials and evaluations always run
             done = _already_logged(client, experiment_id, handle.parent_run_id, identity, ctx)
             if done is not None:
-                return done
+                return JobOutcome(done, None)
         result = evaluate_job(cfg, ctx.launch_dir, system, collection)
         result.seconds["load"] = loaded
         diagnosis = diagnose_job(result, cfg, ctx.launch_dir)  # adds its columns and failure counts to `result`
@@ -96,7 +114,8 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> str | None:
         record = job_record(result, cfg, ctx, files, base)
         text = job_report(result) + "\n\n" + diagnosis.terminal_text()
     except InputError as exc:
-        return _failed(client, JobRecord.new(**base, params=job_params(cfg, ctx), error=str(exc)), ctx, handle)
+        run_id = _failed(client, JobRecord.new(**base, params=job_params(cfg, ctx), error=str(exc)), ctx, handle)
+        return JobOutcome(run_id, None)
     except Exception as exc:  # a bug: record the failure, then let it show its traceback
         _failed(client, JobRecord.new(**base, params=job_params(cfg, ctx), error=f"{type(exc).__name__}: {exc}"),
                 ctx, handle, quiet=True)
@@ -105,14 +124,16 @@ def run_job(cfg: DictConfig, ctx: JobContext) -> str | None:
     try:
         published = publish(client, record, ctx.output_dir)
     except TrackingUnavailable as exc:
-        print(text + "\n", flush=True)
+        if report:
+            print(text + "\n", flush=True)
         _say_failed(ctx, not_logged(ctx, uri, str(exc)))
         if handle is None:
             raise JobFailed(str(exc)) from None
-        return None
-    where = "" if handle else "\nMLflow: " + run_location(uri, experiment_id, published.run_id)
-    print(text + where + "\n", flush=True)
-    return published.run_id
+        return JobOutcome(None, result)
+    if report:
+        where = "" if handle else "\nMLflow: " + run_location(uri, experiment_id, published.run_id)
+        print(text + where + "\n", flush=True)
+    return JobOutcome(published.run_id, result)
 
 
 def config_tags(cfg: DictConfig) -> dict[str, str]:
@@ -181,7 +202,8 @@ def job_record(result: JobResult, cfg: DictConfig, ctx: JobContext, files: list[
                base: dict[str, Any]) -> JobRecord:
     """What the job's MLflow run will hold: params, metrics, corpus as dataset input, table, files."""
     c = result.collection
-    base["tags"].update({TAG_CORPUS_DIGEST: c.digest, "rankscope.corpus": c.name})
+    base["tags"].update({TAG_CORPUS_DIGEST: c.digest, "rankscope.corpus": c.name,
+                         TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}"})
     dtypes = save_table(result.table, ctx.output_dir / PER_QUESTION_TABLE)
     dataset = dataset_fields(_documents_frame(c), name=f"{c.name}/{c.split}", digest=c.digest,
                              source=c.source or c.name)

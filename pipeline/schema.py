@@ -89,6 +89,35 @@ class RRFConfig:
 
 
 @dataclass
+class DenseConfig:
+    """retrievers/dense.py: cosine between sentence embeddings (a bi-encoder); needs the ``[dense]`` extra.
+
+    ``model``: ``minilm-int8`` (offline all-MiniLM-L6-v2, int8 ONNX), a ``.onnx`` file, or a sentence-transformers
+    name or folder. Document embeddings are cached per (corpus, model, settings) under ``cache.dir``.
+    """
+
+    name: str = "dense"
+    model: str = "minilm-int8"
+    max_length: int | None = None  # word pieces kept per text (None: 256, as sentence-transformers does)
+    batch_size: int = 32
+    tokenizer: str | None = None  # a tokenizer.json for a .onnx model (default: the file beside it)
+
+
+@dataclass
+class RerankConfig:
+    """retrievers/rerank.py: the ``first`` stage's top ``candidates`` re-ordered by the ``second`` stage's scores.
+
+    With a dense second stage this is bi-encoder re-scoring (not a cross-encoder): it can re-order what the first
+    stage found, never find what it missed. ``conf/retriever/rerank.yaml`` names it ``<first>-><second>``.
+    """
+
+    name: str | None = None
+    candidates: int = 100
+    first: Any = MISSING
+    second: Any = MISSING
+
+
+@dataclass
 class RunFileConfig:
     """retrievers/run_file.py: a production system's rankings read from a TREC run file."""
 
@@ -150,7 +179,8 @@ class TextConfig:
 
 @dataclass
 class CacheConfig:
-    """retrievers/cache.py: term counts reused across sweep points; ``dir`` null = the user cache folder."""
+    """Term counts (retrievers/cache.py) and document embeddings (``<dir>/embeddings``) reused across sweep
+    points; ``dir`` null = the user cache folder ($RANKSCOPE_CACHE_DIR, else ~/.cache/rankscope)."""
 
     enabled: bool = True
     dir: str | None = None
@@ -197,6 +227,20 @@ class DiagnosisConfig:
 
 
 @dataclass
+class TuneConfig:
+    """Tuning sweeps (``hydra/sweeper=optuna``): trials are scored by ``metrics.primary`` on ``corpus.split``;
+    the best configuration is then evaluated once on ``holdout`` (see pipeline/tuning.py).
+
+    Tuning and reporting on the same split is refused unless ``allow_same_split`` (the figure is then optimistic).
+    ``baseline``: also evaluate the untuned configuration on both splits, to show what tuning gained on each.
+    """
+
+    holdout: str = "test"
+    allow_same_split: bool = False
+    baseline: bool = True
+
+
+@dataclass
 class Config:
     corpus: Any = MISSING
     retriever: Any = MISSING
@@ -205,6 +249,7 @@ class Config:
     text: TextConfig = field(default_factory=TextConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     diagnosis: DiagnosisConfig = field(default_factory=DiagnosisConfig)
+    tune: TuneConfig = field(default_factory=TuneConfig)
     depth: int = 100  # ranking depth: how many documents each question's ranking keeps
     study: str | None = None  # a sweep's name (experiment files set it); names the parent MLflow run
     gate: GateConfig | None = None  # gate=default: compare the sweep's best system with the baseline at the end
@@ -213,6 +258,7 @@ class Config:
 
 RETRIEVER_SCHEMAS: dict[str, type] = {
     "bm25": BM25Config, "lsa": LSAConfig, "weighted": WeightedConfig, "rrf": RRFConfig, "run_file": RunFileConfig,
+    "dense": DenseConfig, "rerank": RerankConfig,
 }
 CORPUS_SCHEMAS: dict[str, type] = {"helpdesk": HelpdeskCorpus, "beir": BeirCorpus}
 

@@ -4,8 +4,9 @@
 jobs never race to create SQLite), opens the parent run and writes the hand-off file the jobs read.
 ``on_multirun_end`` builds the summary from what MLflow holds (joblib workers report nothing back to the
 driver), prints it, logs it to the parent and closes the parent FINISHED or FAILED, then runs the regression
-gate when ``gate=...`` is set (the command's exit status is the gate's). If the sweep dies before that, an exit
-handler closes the parent FAILED: it is never left RUNNING.
+gate when ``gate=...`` is set (the command's exit status is the gate's); a tuning sweep
+(``hydra/sweeper=optuna``) is checked first and ends with the held-out evaluation instead (pipeline/tuning.py).
+If the sweep dies before that, an exit handler closes the parent FAILED: it is never left RUNNING.
 
 A sweep started again in the same folder (``hydra.sweep.dir``) resumes: same parent run, finished jobs skipped
 (``pipeline.resume``). If the store stops answering, the jobs' results wait in their folders for
@@ -38,7 +39,7 @@ from pipeline.redact import one_line, redact_text
 from pipeline.report import sweep_report
 from pipeline.resume import lock_sweep, reopen_parent
 from pipeline.runner import PROG, config_tags
-from pipeline.summary import SweepSummary, child_runs, summarize
+from pipeline.summary import SweepSummary, SystemRun, child_runs, summarize
 from pipeline.sweep_html import plots_and_report
 from pipeline.tracking import (
     TAG_KIND,
@@ -49,6 +50,7 @@ from pipeline.tracking import (
     run_location,
     tracking_uri,
 )
+from pipeline.tuning import check_tuning, finish_tuning, is_tuning
 
 SUMMARY_TEXT = "summary.txt"
 SYSTEMS_FILE = "systems.csv"
@@ -98,6 +100,7 @@ class MlflowSweep(Callback):
     def __init__(self) -> None:
         self.parent: Tracker | None = None
         self.handle: SweepHandle | None = None
+        self.tuning = False
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         launch_dir = Path(config.hydra.runtime.cwd)
@@ -106,6 +109,14 @@ class MlflowSweep(Callback):
         jobs = job_override_lists(config, overrides)
         if jobs is not None:
             validate_jobs(config, jobs)
+        self.tuning = is_tuning(config.hydra)
+        if self.tuning:
+            try:
+                check_tuning(config, launch_dir, varying)
+            except InputError as exc:
+                _exit(str(exc))
+            except (HydraException, OmegaConfBaseException) as exc:
+                _exit(one_line(exc))
         try:
             uri = tracking_uri(config.tracking.uri, launch_dir)
             client, experiment_id = open_experiment(uri, config.tracking.experiment)
@@ -127,16 +138,27 @@ class MlflowSweep(Callback):
         self.handle.write(sweep_dir)
         self.sweep_dir = sweep_dir
         self.uri = uri
-        self.title = f"Sweep {name}"
+        self.title = f"{'Tuning' if self.tuning else 'Sweep'} {name}"
         self.overrides = " ".join(overrides) or "(none)"
+        self.sweep_args = overrides  # as parsed: the tuning driver rebuilds the untuned and tuned configs from them
         atexit.register(self._abandoned)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None or self.handle is None:
             return
         try:
-            summary, error = close_sweep(self.parent, self.handle.experiment_id, self.sweep_dir, self.uri,
-                                         config.metrics, self.title, config.diagnosis, self.overrides)
+            if self.tuning:
+                systems = child_runs(self.parent.client, self.handle.experiment_id, self.parent.run_id)
+                _close_children(self.parent.client, systems)
+                error = finish_tuning(config, self.parent, self.handle, systems, self.sweep_args, self.sweep_dir,
+                                      self.title)
+                where = run_location(self.uri, self.handle.experiment_id, self.parent.run_id)
+                print(f"\nMLflow: parent {where}", flush=True)
+                self.parent.finish(error=error)
+                summary = None
+            else:
+                summary, error = close_sweep(self.parent, self.handle.experiment_id, self.sweep_dir, self.uri,
+                                             config.metrics, self.title, config.diagnosis, self.overrides)
         except (MlflowException, OSError) as exc:  # the store stopped answering: the jobs' records are safe
             self.parent = None
             atexit.unregister(self._abandoned)
@@ -145,7 +167,8 @@ class MlflowSweep(Callback):
                   f"python -m pipeline.sync {self.sweep_dir}")
         parent, self.parent = self.parent, None
         atexit.unregister(self._abandoned)
-        status = run_sweep_gate(config, summary, parent, self.handle.experiment_id, self.sweep_dir)
+        status = 0 if summary is None else run_sweep_gate(config, summary, parent, self.handle.experiment_id,
+                                                           self.sweep_dir)
         if error:
             _exit(error)
         if status:
@@ -172,6 +195,7 @@ def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, 
     Closed again (a resumed or synced sweep), the parent's ``jobs/*`` metrics get the next step."""
     plan = metric_plan(metrics)
     systems = child_runs(parent.client, experiment_id, parent.run_id)
+    _close_children(parent.client, systems)
     summary = summarize(systems, parent.run_id, plan.show, plan.primary, plan.confidence, plan.resamples, plan.seed)
     unlogged = pending_records(sweep_dir)
     text = sweep_report(summary, title)
@@ -185,7 +209,6 @@ def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, 
     files = write_summary(summary, text, sweep_dir)
     files += plots_and_report(summary, plan, diagnosis, title, sweep_dir, parent,
                               {"MLflow": f"parent {where}", "overrides": overrides})
-    _close_children(parent.client, summary)
     failed = len(summary.failed)
     step = len(parent.client.get_metric_history(parent.run_id, "jobs/finished"))
     parent.log_metrics({"jobs/finished": len(summary.finished), "jobs/failed": failed,
@@ -220,9 +243,9 @@ def run_sweep_gate(config: Any, summary: SweepSummary, parent: Tracker, experime
                       config_tags(config)).status
 
 
-def _close_children(client: MlflowClient, summary: SweepSummary) -> None:
+def _close_children(client: MlflowClient, systems: list[SystemRun]) -> None:
     """A child still RUNNING now lost its process: record that it failed."""
-    for system in summary.systems:
+    for system in systems:
         if system.status == "RUNNING":
             Tracker(client, system.run_id).finish(error="the job's process ended without closing it")
             system.status = "FAILED"

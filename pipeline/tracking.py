@@ -41,7 +41,7 @@ ARTIFACT_DIR = "mlartifacts"
 PARAM_LIMIT = 6000  # MLflow's longest param value
 DATASET_ATTEMPTS = 4
 
-TAG_KIND = "rankscope.kind"  # 'sweep', 'job' or 'run'
+TAG_KIND = "rankscope.kind"  # 'sweep', 'job' or 'run'; in tuning sweeps 'trial', 'tuned' or 'untuned'
 TAG_SYSTEM = "rankscope.system"
 TAG_ERROR = "rankscope.error"
 TAG_SWEEP_DIR = "rankscope.sweep_dir"
