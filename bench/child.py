@@ -1,0 +1,76 @@
+"""One system on one corpus, in a fresh process: what a user pays, JIT compilation and peak memory included.
+
+``python -m bench.child SYSTEM DATA OUT --k1 K1 --b B --first N --depth K`` reads DATA (a pickle of
+``{"doc_texts": [...], "query_texts": [...]}``), indexes, answers the first N questions (cold: the end-to-end
+figure), then all questions again (steady state), and writes timings, peak memory and the rankings to OUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench.systems import make
+
+
+def rss_bytes() -> int:
+    """Resident memory now (Linux /proc), to subtract what the corpus itself occupies."""
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * resource.getpagesize()
+
+
+def peak_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.child")
+    parser.add_argument("system")
+    parser.add_argument("data", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--k1", type=float, default=1.2)
+    parser.add_argument("--b", type=float, default=0.75)
+    parser.add_argument("--first", type=int, default=1000)
+    parser.add_argument("--depth", type=int, default=100)
+    args = parser.parse_args(argv)
+
+    with args.data.open("rb") as handle:
+        data = pickle.load(handle)
+    docs, questions = data["doc_texts"], data["query_texts"]
+    system = make(args.system, args.k1, args.b)
+    baseline = rss_bytes()
+
+    start = time.perf_counter()
+    system.index(docs)
+    indexed = time.perf_counter()
+    first_docs, _ = system.search(questions[: args.first], args.depth)
+    answered = time.perf_counter()
+    all_docs, all_scores = system.search(questions, args.depth)
+    steady = time.perf_counter()
+
+    np.savez(args.out.with_suffix(".npz"), docs=all_docs.astype(np.int32), scores=all_scores)
+    same_first = bool(np.array_equal(first_docs, all_docs[: args.first]))
+    report = {
+        "system": args.system,
+        "index_s": indexed - start,
+        "first_s": answered - indexed,
+        "first_questions": min(args.first, len(questions)),
+        "steady_s": steady - answered,
+        "steady_questions": len(questions),
+        "peak_bytes": peak_bytes(),
+        "baseline_bytes": baseline,
+        "repeatable": same_first,
+    }
+    args.out.write_text(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
