@@ -26,7 +26,8 @@ from metrics.run import PAD
 SEED_POSTINGS = 4096  # postings read to find the first threshold
 SEED_DOCS = 256  # of which this many documents (best partial scores) are scored exactly
 MARGIN = 1e-9  # relative slack on bounds: sums in different orders may differ in the last bits
-SCAN_RATIO = 8  # a posting list is read whole when at most this many times longer than the candidate list
+DENSE_SHARE = 16  # terms in at least 1/16 of the documents also get dense 8-bit upper bounds
+SCAN_RATIO = 16  # a posting list is read whole when at most this many times longer than the candidate list
 
 
 def expand(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -60,6 +61,9 @@ class Postings:
     weights: np.ndarray
     n_docs: int
     top: np.ndarray  # per term: its largest weight
+    dense_row: np.ndarray  # per term: its row in ``dense`` (-1: none)
+    dense: np.ndarray  # (frequent terms x documents) uint8: each weight rounded *up* to a multiple of ...
+    dense_scale: np.ndarray  # ... this step, per frequent term: upper bounds read in one gather
 
     @classmethod
     def build(cls, by_term: sp.csr_matrix) -> Postings:
@@ -67,11 +71,21 @@ class Postings:
         if not by_term.has_sorted_indices:
             by_term = by_term.sorted_indices()
         indptr = by_term.indptr.astype(np.int64)
-        top = np.zeros(by_term.shape[0])
-        filled = np.flatnonzero(np.diff(indptr) > 0)
+        n_terms, n_docs = by_term.shape
+        df = np.diff(indptr)
+        top = np.zeros(n_terms)
+        filled = np.flatnonzero(df > 0)
         if len(filled):
             top[filled] = np.maximum.reduceat(by_term.data, indptr[filled])
-        return cls(indptr, by_term.indices, by_term.data, by_term.shape[1], top)
+        frequent = np.flatnonzero((df > 0) & (df * DENSE_SHARE >= n_docs))
+        dense_row = np.full(n_terms, -1, dtype=np.int64)
+        dense_row[frequent] = np.arange(len(frequent))
+        scale = top[frequent] * (1 + MARGIN) / 255.0
+        dense = np.zeros((len(frequent), n_docs), dtype=np.uint8)
+        for row, t in enumerate(frequent.tolist()):
+            lo, hi = indptr[t], indptr[t + 1]
+            dense[row, by_term.indices[lo:hi]] = np.minimum(np.ceil(by_term.data[lo:hi] / scale[row]), 255)
+        return cls(indptr, by_term.indices, by_term.data, n_docs, top, dense_row, dense, scale)
 
     def top_k(self, questions: sp.csr_matrix, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents of each question (a row of term indicators) scoring above ``threshold``.
@@ -84,7 +98,7 @@ class Postings:
         out_scores = np.full((n, k), np.nan)
         if k == 0:
             return out_docs, out_scores
-        slots = np.full(self.n_docs, -1, dtype=np.int64)  # scratch for exact scoring, always left at -1
+        slots = np.full(self.n_docs, -1, dtype=np.int32)  # scratch for lookups, always left at -1
         for i in range(n):
             row = slice(questions.indptr[i], questions.indptr[i + 1])
             terms = np.unique(questions.indices[row][questions.data[row] != 0])
@@ -108,16 +122,32 @@ class Postings:
             where = slots[listed]
             found = where >= 0
             out[where[found]] = self.weights[lo:hi][found]
-        elif hi > lo and len(docs):
-            pos = np.minimum(np.searchsorted(listed, docs), hi - lo - 1)
-            found = listed[pos] == docs
-            out[found] = self.weights[lo:hi][pos[found]]
+            return out
+        if hi == lo or len(docs) == 0:
+            return out
+        # a frequent term's 8-bit bounds are 0 exactly where it is absent: search only where it is present
+        row = self.dense_row[term]
+        ask = np.flatnonzero(self.dense[row, docs]) if row >= 0 else slice(None)
+        pos = np.minimum(np.searchsorted(listed, docs[ask]), hi - lo - 1)
+        found = listed[pos] == docs[ask]
+        hits = np.arange(len(docs))[ask][found] if row < 0 else ask[found]
+        out[hits] = self.weights[lo:hi][pos[found]]
+        return out
+
+    def bound(self, term: int, docs: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """An upper bound of ``term``'s weight in each of ``docs``: the 8-bit one when the term is frequent."""
+        row = self.dense_row[term]
+        if row >= 0:
+            return self.dense[row, docs] * self.dense_scale[row]
+        slots[docs] = np.arange(len(docs), dtype=np.int32)
+        out = self.lookup(term, docs, slots)
+        slots[docs] = -1
         return out
 
     def exact(self, terms: np.ndarray, docs: np.ndarray, slots: np.ndarray | None = None) -> np.ndarray:
         """Scores of ``docs`` (sorted, distinct) for ``terms`` (ascending), summed in term order."""
         if slots is not None:
-            slots[docs] = np.arange(len(docs))
+            slots[docs] = np.arange(len(docs), dtype=np.int32)
         scores = np.zeros(len(docs))
         for t in terms.tolist():
             scores += self.lookup(t, docs, slots)
@@ -136,16 +166,26 @@ class Postings:
         n_rest = int(np.count_nonzero(cumulative * (1 + MARGIN) < theta))
         essential = np.sort(by_top[n_rest:])
         docs, partial = self._partial(starts[essential], df[essential])
-        # add the non-essential terms' weights, largest maxima first, dropping documents as soon as even the
-        # maxima of the terms still to add cannot lift them to theta
+        # add the non-essential terms' weights (or upper bounds of them), largest maxima first, dropping
+        # documents as soon as even the maxima of the terms still to add cannot lift them to theta
         for position in range(n_rest, -1, -1):
             remaining = float(cumulative[position - 1]) if position else 0.0
             if position < n_rest:
-                slots[docs] = np.arange(len(docs))
-                partial += self.lookup(int(terms[by_top[position]]), docs, slots)
-                slots[docs] = -1
-            keep = (partial + remaining) * (1 + MARGIN) >= theta
+                partial += self.bound(int(terms[by_top[position]]), docs, slots)
+            keep = partial >= theta / (1 + MARGIN) - remaining
             docs, partial = docs[keep], partial[keep]
+        if len(docs) > 2 * k:  # score the k best bounds first: their k-th score is a better theta
+            first = np.sort(np.argpartition(-partial, k - 1)[:k])
+            scores = self.exact(terms, docs[first], slots)
+            if int(np.count_nonzero(scores > threshold)) == k:
+                theta = max(theta, float(scores.min()))
+            rest = np.ones(len(docs), dtype=bool)
+            rest[first] = False
+            rest &= partial >= theta / (1 + MARGIN)
+            more = np.flatnonzero(rest)
+            docs = np.concatenate((docs[first], docs[more]))
+            scores = np.concatenate((scores, self.exact(terms, docs[len(first):], slots)))
+            return best_k(docs, scores, k, threshold)
         return best_k(docs, self.exact(terms, docs, slots), k, threshold)
 
     def _seed_threshold(self, terms, starts, df, by_top_desc, k, threshold, slots) -> float:
@@ -171,9 +211,10 @@ class Postings:
         """
         idx = expand(starts, lengths)
         if len(idx) == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
+            return np.zeros(0, dtype=self.docs.dtype), np.zeros(0)
         docs = self.docs[idx]
         order = np.argsort(docs, kind="stable")
         docs = docs[order]
         first = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
-        return docs[first].astype(np.int64), np.add.reduceat(self.weights[idx[order]], first)
+        # documents keep the postings' dtype: searchsorted would otherwise convert a whole list per call
+        return docs[first], np.add.reduceat(self.weights[idx[order]], first)

@@ -108,7 +108,8 @@ def test_maxscore_crafted_ties_and_threshold():
     assert as_lists(docs, scores) == by_sorting(dense, 3, 1e-9)
 
 
-@pytest.fixture(params=["defaults", "tiny seed", "always search", "always scan"])
+@pytest.fixture(params=["defaults", "tiny seed", "always search", "always scan", "no 8-bit bounds",
+                        "8-bit bounds for every term"])
 def maxscore_settings(request, monkeypatch):
     """Run the MaxScore tests under settings that force each of its branches."""
     if request.param == "tiny seed":
@@ -118,6 +119,10 @@ def maxscore_settings(request, monkeypatch):
         monkeypatch.setattr(maxscore, "SCAN_RATIO", 0)
     elif request.param == "always scan":
         monkeypatch.setattr(maxscore, "SCAN_RATIO", 10**9)
+    elif request.param == "no 8-bit bounds":
+        monkeypatch.setattr(maxscore, "DENSE_SHARE", 0)
+    elif request.param == "8-bit bounds for every term":
+        monkeypatch.setattr(maxscore, "DENSE_SHARE", 10**9)
     return request.param
 
 
