@@ -23,10 +23,11 @@ WARM_REPEATS = 5
 
 
 def synthetic_run(n_questions: int, depth: int, n_docs: int = 100_000, seed: int = 0):
-    """Distinct strictly decreasing scores (so every library orders alike) and 1-12 graded judgments each."""
+    """Scores falling with rank (every library orders alike) and 1-12 graded judgments per question."""
     rng = np.random.default_rng(seed)
     docs = np.stack([rng.choice(n_docs, depth, replace=False) for _ in range(n_questions)])
-    scores = np.sort(rng.random((n_questions, depth)), axis=1)[:, ::-1] + np.arange(n_questions)[:, None]
+    # integer scores 100, 99, ...: distinct even in float32 (pytrec_eval's precision), so no tie rule applies
+    scores = np.tile(np.arange(depth, 0, -1, dtype=np.float64), (n_questions, 1))
     judged_q, judged_d, grades = [], [], []
     for q in range(n_questions):
         n = int(rng.integers(1, 13))
@@ -79,8 +80,8 @@ def prepare(library: str, docs, scores, jq, jd, grades):
         qrels, run = Qrels(qrel_dict), Run(run_dict)
 
         def go():
-            out = evaluate(qrels, run, METRICS, return_mean=False)
-            return {m: np.asarray(out[m]) for m in METRICS}
+            evaluate(qrels, run, METRICS, return_mean=False)  # per-question values land in run.scores
+            return {m: np.array([run.scores[m][q] for q in qids]) for m in METRICS}
 
         return go
     raise ValueError(f"unknown library {library!r}")

@@ -38,30 +38,40 @@ def bm25_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
 
 def bm25_weights(counts: sp.csr_matrix, k1: float, b: float) -> sp.csr_matrix:
     """Each (document, term) cell's BM25 contribution; lengths are token counts after stop words."""
-    return term_weights(counts, k1, b).T.tocsr()
-
-
-def term_weights(counts: sp.csr_matrix, k1: float, b: float) -> sp.csr_matrix:
-    """BM25 weights as a (terms x documents) CSR matrix: each term's posting list, documents ascending.
-
-    Computed on the transposed counts in place, ``idf * f * (k1 + 1) / (f + norm)`` left to right, so the
-    values are bit for bit those of the formula and no documents x terms copy is made.
-    """
     counts = counts.tocsr()
-    n_docs = counts.shape[0]
+    return weigh(counts.T.tocsr(), length_norms(counts, k1, b), k1).T.tocsr()
+
+
+def length_norms(counts: sp.csr_matrix, k1: float, b: float) -> np.ndarray:
+    """``k1 * (1 - b + b * |d| / avgdl)`` per document of a (documents x terms) count matrix."""
     lengths = np.asarray(counts.sum(axis=1)).ravel()
-    avgdl = lengths.mean() if n_docs and lengths.mean() > 0 else 1.0
-    norm = k1 * (1.0 - b + b * lengths / avgdl)
-    by_term = counts.T.tocsr()
+    avgdl = lengths.mean() if counts.shape[0] and lengths.mean() > 0 else 1.0
+    return k1 * (1.0 - b + b * lengths / avgdl)
+
+
+def weigh(by_term: sp.csr_matrix, norms: np.ndarray, k1: float, chunk: int = 2**20) -> sp.csr_matrix:
+    """Turn a (terms x documents) count matrix into BM25 weights, in place, a chunk of postings at a time.
+
+    ``idf * f * (k1 + 1) / (f + norm)`` evaluated left to right: bit for bit the formula's values, with
+    temporaries bounded by ``chunk``.
+    """
+    if by_term.dtype != np.float64:
+        by_term = by_term.astype(np.float64)
     by_term.sort_indices()
-    f = by_term.data
-    weights = np.repeat(bm25_idf(np.diff(by_term.indptr), n_docs), np.diff(by_term.indptr))
-    weights *= f
-    weights *= k1 + 1.0
-    denominator = norm[by_term.indices]
-    denominator += f
-    weights /= denominator
-    by_term.data = weights
+    idf = bm25_idf(np.diff(by_term.indptr), by_term.shape[1])
+    for lo in range(0, by_term.nnz, chunk):
+        hi = min(lo + chunk, by_term.nnz)
+        first = int(np.searchsorted(by_term.indptr, lo, side="right")) - 1
+        last = int(np.searchsorted(by_term.indptr, hi, side="left"))
+        counts_in = np.minimum(by_term.indptr[first + 1 : last + 1], hi) - np.maximum(by_term.indptr[first:last], lo)
+        f = by_term.data[lo:hi]
+        weights = np.repeat(idf[first:last], counts_in)
+        weights *= f
+        weights *= k1 + 1.0
+        denominator = norms[by_term.indices[lo:hi]]
+        denominator += f
+        weights /= denominator
+        f[:] = weights
     return by_term
 
 
@@ -87,10 +97,13 @@ class BM25(ScoringRetriever):
         order = terms.id_order
         in_order = len(order) == 0 or bool(np.all(order[1:] > order[:-1]))
         self.doc_ids = terms.doc_ids if in_order else terms.doc_ids[order]
-        # terms x docs: a question sums its terms' rows
-        self._by_term = term_weights(terms.counts if in_order else terms.counts[order], self.k1, self.b)
+        self._vocab = terms.term_index  # only the vocabulary is kept: questions are encoded over it
+        matrix = terms.counts if in_order else terms.counts[order]
+        norms = length_norms(matrix, self.k1, self.b)
+        by_term = matrix.T.tocsr()  # terms x docs: a question sums its terms' rows
+        del matrix, terms  # counts made here are freed now (a cache's copy lives on in the cache)
+        self._by_term = weigh(by_term, norms, self.k1)
         self._postings = Postings.build(self._by_term)
-        self._vocab = terms.term_index  # the counts themselves are not kept: only the vocabulary is needed
         return self
 
     def _questions(self, texts: Sequence[str]) -> sp.csr_matrix:

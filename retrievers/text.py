@@ -24,7 +24,7 @@ import scipy.sparse as sp
 # A pattern of this form (one class of ASCII letters, digits and '_' repeated) can be matched byte by byte.
 _ASCII_RUN = re.compile(r"\[(?:[A-Za-z0-9]-[A-Za-z0-9]|[A-Za-z0-9_])+\]\+")
 _SEPARATOR = "\x00"  # joins the texts of a batch; never part of a token of an ASCII class
-_BATCH_CHARS = 2**24  # characters per batch: bounds the temporary arrays of the vectorised path
+_BATCH_CHARS = 2**22  # characters per batch: bounds the temporary arrays of the vectorised path
 
 
 def default_stopwords() -> frozenset[str]:
@@ -281,19 +281,23 @@ def _count_matrix(
         found.append((end - start, tokens.text_of[known], ids[known].astype(np.int32)))
     terms, position = table.terms()
     position = position.astype(np.int32)
-    parts = []
+    # fill preallocated arrays part by part (tokens bound the entries), then shrink them in place
+    total = sum(len(ids) for _, _, ids in found)
+    indices = np.empty(total, dtype=np.int32)
+    data = np.empty(total)
+    indptr = np.zeros(len(texts) + 1, dtype=np.int64)
+    filled, row = 0, 0
     while found:
         n, text_of, ids = found.pop(0)
-        indptr = np.concatenate(([0], np.cumsum(np.bincount(text_of, minlength=n))))
-        part = sp.csr_matrix((np.ones(len(ids)), position[ids], indptr), shape=(n, max(len(terms), 1)))
+        part_ptr = np.concatenate(([0], np.cumsum(np.bincount(text_of, minlength=n))))
+        part = sp.csr_matrix((np.ones(len(ids)), position[ids], part_ptr), shape=(n, max(len(terms), 1)))
         part.sum_duplicates()
-        parts.append(part)
-    indptr = np.zeros(len(texts) + 1, dtype=np.int64)
-    if parts:
-        np.cumsum(np.concatenate([np.diff(p.indptr) for p in parts]), out=indptr[1:])
-    indices = np.concatenate([p.indices for p in parts]) if parts else np.zeros(0, dtype=np.int32)
-    data = np.concatenate([p.data for p in parts]) if parts else np.zeros(0)
-    del parts
+        indices[filled : filled + part.nnz] = part.indices
+        data[filled : filled + part.nnz] = part.data
+        indptr[row + 1 : row + n + 1] = part.indptr[1:] + filled
+        filled, row = filled + part.nnz, row + n
+    indices.resize(filled, refcheck=False)
+    data.resize(filled, refcheck=False)
     matrix = sp.csr_matrix((data, indices, indptr), shape=(len(texts), len(terms)))
     matrix.has_sorted_indices = True
     if binary:
