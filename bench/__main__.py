@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench import report
 from bench.report import run_all
 
 HERE = Path(__file__).resolve().parent
@@ -39,12 +40,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-bm25", action="store_true", help="skip the BM25 timings")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 10k documents, 200/1000 questions, one repeat, 2,000 metric questions")
+    parser.add_argument("--reuse", action="store_true",
+                        help="read measurements already in the work folder instead of running them again")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--work", type=Path, default=HERE / "results", help="scratch folder (corpora, outputs)")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.questions, args.repeats, args.repeats_1m = "10k", "200,1000", 1, 1
     first, steady = (int(x) for x in args.questions.split(","))
+    report.REUSE = args.reuse
     table = run_all(
         sizes=[] if args.no_bm25 else parse_sizes(args.sizes),
         first=first,

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
 import resource
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from bench.systems import make
+from bench.systems import add_common_options, load_texts, make
 
 
 def rss_bytes() -> int:
@@ -50,17 +48,11 @@ def peak_bytes() -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.child")
     parser.add_argument("system")
-    parser.add_argument("data", type=Path)
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--k1", type=float, default=1.2)
-    parser.add_argument("--b", type=float, default=0.75)
+    add_common_options(parser)
     parser.add_argument("--first", type=int, default=1000)
-    parser.add_argument("--depth", type=int, default=100)
     args = parser.parse_args(argv)
 
-    with args.data.open("rb") as handle:
-        data = pickle.load(handle)
-    docs, questions = data["doc_texts"], data["query_texts"]
+    docs, questions = load_texts(args.data)
     system = make(args.system, args.k1, args.b)
     reset_peak()
     baseline = rss_bytes()
@@ -70,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     indexed = time.perf_counter()
     first_docs, _ = system.search(questions[: args.first], args.depth)
     answered = time.perf_counter()
-    all_docs, all_scores = system.search(questions, args.depth)
+    steady_questions = questions[: system.max_steady] if system.max_steady else questions
+    all_docs, all_scores = system.search(steady_questions, args.depth)
     steady = time.perf_counter()
 
     np.savez(args.out.with_suffix(".npz"), docs=all_docs.astype(np.int32), scores=all_scores)
@@ -81,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         "first_s": answered - indexed,
         "first_questions": min(args.first, len(questions)),
         "steady_s": steady - answered,
-        "steady_questions": len(questions),
+        "steady_questions": len(steady_questions),
         "peak_bytes": peak_bytes(),
         "baseline_bytes": baseline,
         "repeatable": same_first,

@@ -8,14 +8,33 @@ documents. A system is a pair of calls, timed separately: ``index(texts)`` and `
 
 from __future__ import annotations
 
+import argparse
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from retrievers.text import Tokenizer
 
 PATTERN = r"[a-z0-9]+"
+SLOW_PEER_REPEATS = {"rank_bm25": 1}  # it scans every document per question: one run is enough
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    """The DATA and OUT arguments and BM25's settings, shared by the bench's child processes."""
+    parser.add_argument("data", type=Path, help="a pickle of {'doc_texts': [...], 'query_texts': [...]}")
+    parser.add_argument("out", type=Path, help="where the JSON report goes (arrays beside it as .npz)")
+    parser.add_argument("--k1", type=float, default=1.2)
+    parser.add_argument("--b", type=float, default=0.75)
+    parser.add_argument("--depth", type=int, default=100)
+
+
+def load_texts(path: Path) -> tuple[list[str], list[str]]:
+    with path.open("rb") as handle:
+        data = pickle.load(handle)
+    return data["doc_texts"], data["query_texts"]
 
 
 @dataclass
@@ -23,7 +42,7 @@ class System:
     name: str
     index: Callable[[list[str]], None]
     search: Callable[[list[str], int], tuple[np.ndarray, np.ndarray]]
-    threads: str = "1"
+    max_steady: int | None = None  # a slow peer answers only this many questions in the steady pass
 
 
 def rankscope(k1: float, b: float) -> System:
@@ -93,7 +112,7 @@ def rank_bm25_system(k1: float, b: float) -> System:
             docs[i, : len(top)], scores[i, : len(top)] = top, s[top]
         return docs, scores
 
-    return System("rank_bm25", index, search)
+    return System("rank_bm25", index, search, max_steady=1000)
 
 
 def make(name: str, k1: float, b: float) -> System:
