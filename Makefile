@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,cluster,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune,cluster,ray]'
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -85,28 +85,42 @@ def compare(
 @dataclass(frozen=True)
 class GateResult:
     passed: bool
-    reason: str
+    reason: str  # one line: 'REGRESSION: ...' or 'PASS: ...'
 
 
 def gate(comparison: Comparison, metrics: Sequence[str], tolerance: float = 0.0) -> GateResult:
     """Fail only when, on some metric, the candidate is worse than the baseline by more than ``tolerance``
-    with the comparison's confidence: the whole interval of (candidate - baseline) lies below ``-tolerance``.
+    with the comparison's confidence: the whole interval of (candidate - baseline) lies below ``-tolerance``
+    *and* the drop is significant (Holm-adjusted p-value below ``1 - confidence``).
+
+    Otherwise it passes and says why: the interval contains zero or the tolerance boundary (indistinguishable),
+    the drop lies within the tolerance, or the candidate is better. Compare only the gated metrics, so Holm's
+    adjustment runs over those.
     """
     if tolerance < 0:
         raise ValueError("the tolerance is the largest acceptable drop: it must be >= 0")
+    alpha = 1.0 - comparison.confidence
     failures, notes = [], []
     for metric in metrics:
         if metric not in comparison.table.index:
             raise ValueError(f"gate metric {metric!r} was not compared (have: {', '.join(comparison.table.index)})")
         row = comparison.table.loc[metric]
         interval = f"{row.difference:+.4f} [{row.ci_low:+.4f}, {row.ci_high:+.4f}]"
-        if row.ci_high < -tolerance:
+        significant = row.p_holm < alpha
+        if row.ci_high < -tolerance and significant:
             failures.append(f"{metric} dropped by {-row.difference:.4f}, {interval}, beyond the tolerance "
-                            f"{tolerance:.4f} at {comparison.confidence:.0%} confidence")
-        elif row.ci_low > 0:
+                            f"{tolerance:.4f} at {comparison.confidence:.0%} confidence (p={row.p_holm:.4f})")
+        elif row.ci_high < -tolerance:
+            notes.append(f"{metric} indistinguishable: the drop {interval} is not significant after Holm's "
+                         f"adjustment (p={row.p_holm:.4f})")
+        elif row.ci_low > 0 and significant:
             notes.append(f"{metric} better: {interval}")
+        elif row.ci_high < 0 and row.ci_low >= -tolerance:
+            notes.append(f"{metric} worse but within the tolerance {tolerance:.4f}: {interval}")
+        elif row.ci_low <= -tolerance <= row.ci_high and tolerance > 0 and row.ci_high < 0:
+            notes.append(f"{metric} indistinguishable from the tolerance boundary -{tolerance:.4f}: {interval}")
         else:
-            notes.append(f"{metric} indistinguishable: {interval} (tolerance {tolerance:.4f})")
+            notes.append(f"{metric} indistinguishable from the baseline: {interval} (tolerance {tolerance:.4f})")
     if failures:
         return GateResult(False, "REGRESSION: " + "; ".join(failures))
     return GateResult(True, "PASS: " + "; ".join(notes))

@@ -69,18 +69,18 @@ def judge(run: Run, qrels: Qrels, query_ids: list[str]) -> Judged:
     di = positions(run.doc_ids, doc_ids)
     in_run = di >= 0
     keys = qi[in_run].astype(np.int64) * universe + di[in_run]
-    order = np.argsort(keys, kind="stable")
-    keys, key_grades = keys[order], grades[in_run][order]
+    key_grades = grades[in_run]
 
-    run_keys = np.arange(n, dtype=np.int64)[:, None] * universe + np.where(retrieved, docs, universe - 1)
-    pos = np.searchsorted(keys, run_keys)
-    pos_c = np.minimum(pos, max(len(keys) - 1, 0))
-    judged = retrieved & (pos < len(keys))
+    # an int64 hash lookup of the retrieved cells only: several times faster than a binary search over all cells
+    cells = np.arange(n, dtype=np.int64)[:, None] * universe + docs
+    found = np.full(docs.shape, -1, dtype=np.int64)
     if len(keys):
-        judged &= keys[pos_c] == run_keys
-        matrix = np.where(judged, key_grades[pos_c], 0)
-    else:
-        matrix = np.zeros(docs.shape, dtype=np.int64)
+        index = pd.Index(keys)
+        if not index.is_unique:
+            raise ValueError("judgments name a (question, document) pair twice")
+        found[retrieved] = index.get_indexer(cells[retrieved])
+    judged = found >= 0
+    matrix = np.where(judged, key_grades[np.maximum(found, 0)] if len(keys) else 0, 0)
 
     # every judgment of each question, best first: the ideal ordering for nDCG
     n_judged = np.bincount(qi, minlength=n)

@@ -148,7 +148,7 @@ def load_beir(path: str | Path, split: str = "test", name: str | None = None, st
         notes.append(f"{len(without)} question(s) have no relevant judgment in split {split!r}: {_listing(without)} "
                      f"(left out of the means)")
     return Collection(name or folder.name, doc_ids, doc_texts, query_ids, query_texts, qrels,
-                      source=str(folder.resolve()), split=split, notes=notes)
+                      source=str(folder.resolve()), split=split, notes=notes, judgments=str(qrels_path.resolve()))
 
 
 def helpdesk() -> Collection:

@@ -21,16 +21,19 @@ from pipeline.collection import Collection
 from pipeline.schema import (
     BeirCorpus,
     BM25Config,
+    CacheConfig,
+    DenseConfig,
     HelpdeskCorpus,
     LSAConfig,
+    RerankConfig,
     RRFConfig,
     RunFileConfig,
     TextConfig,
     WeightedConfig,
 )
-from retrievers import BM25, LSA, RRF, Retriever, RunFile, Tokenizer, WeightedSum
+from retrievers import BM25, LSA, RRF, Rerank, Retriever, RunFile, Tokenizer, WeightedSum
 from retrievers.base import ScoringRetriever
-from retrievers.cache import parse_size
+from retrievers.cache import default_cache_dir, parse_size
 from retrievers.text import default_stopwords
 
 
@@ -94,10 +97,24 @@ def make_tokenizer(text: DictConfig | TextConfig, base: Path) -> Tokenizer:
     return Tokenizer(pattern=text.pattern, lowercase=text.lowercase, stopwords=stop)
 
 
-def make_retriever(node: DictConfig, tokenizer: Tokenizer, base: Path, where: str = "retriever") -> Retriever:
-    """Build the retriever a config node describes; fusions build their components recursively."""
+def make_retriever(node: DictConfig, tokenizer: Tokenizer, base: Path, where: str = "retriever",
+                   cache: DictConfig | CacheConfig | None = None) -> Retriever:
+    """Build the retriever a config node describes; fusions and two-stage retrievers build their parts recursively.
+
+    ``cache`` (the config's ``cache`` node) says whether and where dense retrievers keep document embeddings.
+    """
     schema = OmegaConf.get_type(node)
     try:
+        if schema is DenseConfig:
+            return make_dense(node, base, cache or CacheConfig())
+        if schema is RerankConfig:
+            first = make_retriever(node.first, tokenizer, base, f"{where}.first", cache)
+            second = make_retriever(node.second, tokenizer, base, f"{where}.second", cache)
+            if not isinstance(second, ScoringRetriever):
+                raise InputError(f"{where}.second: the second stage must score documents; {second.name} only "
+                                 f"ranks them")
+            name = node.name or f"{first.name}->{second.name}"
+            return Rerank(first=first, second=second, candidates=node.candidates, name=name)
         if schema is BM25Config:
             return BM25(k1=node.k1, b=node.b, tokenizer=tokenizer, name=node.name)
         if schema is LSAConfig:
@@ -109,7 +126,7 @@ def make_retriever(node: DictConfig, tokenizer: Tokenizer, base: Path, where: st
                 raise InputError(f"run file does not exist ({where}.path)", path)
             return RunFile(path=path, name=node.name)
         if schema in (WeightedConfig, RRFConfig):
-            components = [make_retriever(c, tokenizer, base, f"{where}.components.{key}")
+            components = [make_retriever(c, tokenizer, base, f"{where}.components.{key}", cache)
                           for key, c in node.components.items()]
             if schema is RRFConfig:
                 return RRF(components=components, k=node.k, depth=node.depth, name=node.name)
@@ -125,6 +142,22 @@ def make_retriever(node: DictConfig, tokenizer: Tokenizer, base: Path, where: st
             raise
         raise InputError(f"{where}: {exc}") from None
     raise InputError(f"{where}: unknown retriever config {schema}; use one of conf/retriever/")
+
+
+def make_dense(node: DictConfig, base: Path, cache: DictConfig | CacheConfig):
+    """A :class:`retrievers.dense.Dense`; without the ``[dense]`` extra, the one-line install hint (an InputError)."""
+    from retrievers.dense import Dense
+    from retrievers.encoders import check_available
+
+    model = str(node.model)
+    local = resolve_path(model, base)
+    if model.endswith(".onnx") or local.exists():  # a file or folder, relative to the launch directory
+        model = str(local)
+    check_available(model)
+    tokenizer = None if node.tokenizer is None else str(resolve_path(node.tokenizer, base))
+    root = resolve_path(cache.dir, base) if cache.dir else default_cache_dir()
+    return Dense(model=model, max_length=node.max_length, batch_size=node.batch_size, cache=bool(cache.enabled),
+                 cache_dir=root / "embeddings", tokenizer=tokenizer, name=node.name)
 
 
 @dataclass(frozen=True)

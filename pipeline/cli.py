@@ -10,6 +10,7 @@ import logging
 import os
 import re
 import secrets
+import signal
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -24,9 +25,12 @@ from omegaconf.errors import OmegaConfBaseException
 from pipeline import progress, schema
 from pipeline.context import JobContext
 from pipeline.redact import one_line, redact_std_streams, redact_text
-from pipeline.runner import PROG, JobFailed, run_job
+from pipeline.runner import PROG, JobFailed, config_tags, execute_job
+from pipeline.tracking import TAG_KIND
+from pipeline.tuning import is_tuning, objective, trial_line
 
 CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+TUNE_HINT = "pip install 'rankscope[tune]'"
 
 
 def stamp() -> str:
@@ -67,8 +71,11 @@ def unescape(override: str) -> str:
     return re.sub(r"\\(.)", r"\1", override)
 
 
-def task(cfg: DictConfig) -> str | None:
-    """One Hydra job. A single run that fails on bad input exits with status 1 after its one-line reason."""
+def task(cfg: DictConfig) -> str | float | None:
+    """One Hydra job. A single run that fails on bad input exits with status 1 after its one-line reason.
+
+    Returns the MLflow run id; in a tuning sweep, the objective the optimiser maximises (pipeline/tuning.py).
+    """
     redact_std_streams()  # in a joblib worker, this is the first rankscope code to run
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
@@ -82,13 +89,30 @@ def task(cfg: DictConfig) -> str | None:
         choices={str(k): str(v) for k, v in hydra_cfg.runtime.choices.items() if v is not None},
     )
     progress.configure(bool(cfg.get("quiet", False)), ctx.choices.get("hydra/launcher", "basic"))
+    tuning = multirun and is_tuning(hydra_cfg)
     try:
-        return run_job(cfg, ctx)
+        outcome = execute_job(cfg, ctx, tags={TAG_KIND: "trial"} if tuning else None, report=not tuning)
     except JobFailed:
         sys.exit(1)
+    if tuning:
+        print(trial_line(outcome, ctx.job_num), flush=True)
+        return objective(outcome)
+    if not multirun and cfg.get("gate") is not None and outcome.run_id is not None:  # a sweep gates at its end
+        from pipeline.gate import gate_single_run
+        from pipeline.tracking import tracking_uri
+
+        status = gate_single_run(tracking_uri(cfg.tracking.uri, launch_dir), outcome.run_id, cfg.gate,
+                                 config_tags(cfg))
+        if status:
+            sys.exit(status)
+    return outcome.run_id
 
 
 _hydra_main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(task)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def main() -> None:
@@ -98,6 +122,7 @@ def main() -> None:
     Hydra, MLflow or a traceback, passes through the secret redaction first.
     """
     redact_std_streams()
+    signal.signal(signal.SIGTERM, _terminated)  # cron, systemd, CI: close runs as on Ctrl-C, then exit 143
     if os.environ.get("HYDRA_FULL_ERROR"):
         _hydra_main()
         return
@@ -105,7 +130,16 @@ def main() -> None:
     try:
         _hydra_main()
     except (HydraException, OmegaConfBaseException) as exc:
-        print(f"{PROG}: config: {one_line(exc)}", file=sys.stderr, flush=True)
+        reason = one_line(exc)
+        if "Could not find 'hydra/sweeper/optuna'" in reason:
+            reason += f": tuning sweeps need the optional package hydra-optuna-sweeper: {TUNE_HINT}"
+        print(f"{PROG}: config: {reason}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    except ValueError as exc:  # optuna, when asked for the best of a search in which every trial failed
+        if "No trials are completed" not in str(exc):
+            raise
+        print(f"{PROG}: every trial of the tuning sweep failed (reasons above): nothing to evaluate", file=sys.stderr,
+              flush=True)
         sys.exit(1)
     finally:
         os.environ.pop("HYDRA_FULL_ERROR", None)

@@ -26,6 +26,7 @@ class Collection:
     source: str = ""
     split: str = "test"
     notes: list[str] = field(default_factory=list)
+    judgments: str = ""  # the judgments file read (``<source>/qrels/<split>.tsv``): a record of which split was used
 
     @cached_property
     def digest(self) -> str:

@@ -63,7 +63,12 @@ def system_name(retriever_name: str, overrides: list[str], varying: list[str]) -
 
 
 def _short(value: str) -> str:
-    """A swept path is named by its last part: ``corpus.path=.../scifact``."""
+    """A swept path is named by its last part: ``corpus.path=.../scifact``; a tuner's float by 4 digits."""
     if "/" in value and len(value) > 24:
         return ".../" + value.rstrip("/").rsplit("/", 1)[-1]
+    if "." in value and len(value) > 6:
+        try:
+            return f"{float(value):.4g}"
+        except ValueError:
+            pass
     return value

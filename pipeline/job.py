@@ -97,23 +97,24 @@ class _Stages:
         self._bar.close()
 
 
-def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str) -> JobResult:
+def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str, collection: Collection | None = None) -> JobResult:
     """Run one configured study end to end (no logging). Bad input raises :class:`InputError`.
 
-    Work that does not depend on what a sweep varies (loading, tokenising, fusion components' rankings) is shared
-    with the other jobs of this process, and term counts with other processes, through :mod:`pipeline.reuse`.
+    ``collection``: the corpus already loaded by the caller (who needed its digest first). Work that does not
+    depend on what a sweep varies (loading, tokenising, fusion components' rankings) is shared with the other jobs
+    of this process, and term counts with other processes, through :mod:`pipeline.reuse`.
     """
     check_config(cfg)
     plan = metric_plan(cfg.metrics)
     tokenizer = make_tokenizer(cfg.text, launch_dir)
-    retriever = make_retriever(cfg.retriever, tokenizer, launch_dir)
+    retriever = make_retriever(cfg.retriever, tokenizer, launch_dir, cache=cfg.cache)
     if cfg.depth < 1:
         raise InputError(f"depth must be at least 1, got {cfg.depth}")
     reuse = JobReuse(cfg, tokenizer, launch_dir)
     stages = _Stages(["load", "index", "rank", "evaluate", "bootstrap"], system)
     try:
         with stages.stage("load"):
-            collection = reuse.collection(cfg.corpus, launch_dir)
+            collection = reuse.collection(cfg.corpus, launch_dir, collection)
         with stages.stage("index"):
             try:
                 reuse.share_components(retriever, cfg.retriever, collection)

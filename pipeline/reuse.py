@@ -43,8 +43,9 @@ RUNS_BYTES = 512 * 2**20  # rankings kept in memory, least recently used dropped
 
 _caches: dict[tuple[str | None, int], TermCountCache] = {}
 _collections: OrderedDict[str, Collection] = OrderedDict()
+_origin: dict[int, str] = {}  # id of a Collection -> how its latest request was served: "loaded" or "reused"
 _runs: OrderedDict[str, tuple[int, Run]] = OrderedDict()
-STATS: Counter = Counter()  # collections_loaded/_reused, runs_ranked/_reused: this process's totals
+STATS: Counter = Counter()  # runs_ranked/_reused: this process's totals
 
 
 def shared_cache(directory: Path | None, limit_bytes: int = DEFAULT_LIMIT_BYTES) -> TermCountCache:
@@ -58,6 +59,23 @@ def shared_cache(directory: Path | None, limit_bytes: int = DEFAULT_LIMIT_BYTES)
 def cache_directory(cache_cfg: DictConfig, base: Path) -> Path:
     """``cache.dir`` (relative to the launch directory), else :func:`retrievers.cache.default_cache_dir`."""
     return resolve_path(cache_cfg.dir, base) if cache_cfg.dir else default_cache_dir()
+
+
+def shared_collection(corpus: DictConfig, base: Path) -> Collection:
+    """The corpus, loaded once per process while its files are unchanged (the runner asks first, for its digest)."""
+    key = _collection_key(corpus, base)
+    if key is not None and key in _collections:
+        _collections.move_to_end(key)
+        collection = _collections[key]
+        _origin[id(collection)] = "reused"
+        return collection
+    collection = load_collection(corpus, base)
+    _origin[id(collection)] = "loaded"
+    if key is not None:
+        _collections[key] = collection
+        while len(_collections) > COLLECTIONS_KEPT:
+            _origin.pop(id(_collections.popitem(last=False)[1]), None)
+    return collection
 
 
 def _collection_key(corpus: DictConfig, base: Path) -> str | None:
@@ -101,6 +119,7 @@ class JobReuse:
         if cfg.cache.enabled:
             self.term_cache = shared_cache(cache_directory(cfg.cache, base), parse_size(cfg.cache.limit))
         self._start = self._totals()
+        self._collection_origin: str | None = None
 
     def _totals(self) -> Counter:
         totals = Counter({f"tfidf_{k}": v for k, v in TFIDF_STATS.items()}) + STATS
@@ -111,25 +130,19 @@ class JobReuse:
     def counters(self) -> dict[str, int]:
         """What this job did, since it started: every counter, zeros included (a 0 is a claim tests check)."""
         names = ["tokenised", "memory_hits", "disk_hits", "corrupt", "stored", "evicted", "tfidf_computed",
-                 "tfidf_reused", "collections_loaded", "collections_reused", "runs_ranked", "runs_reused"]
+                 "tfidf_reused", "runs_ranked", "runs_reused"]
         now = self._totals()
-        return {name: int(now[name] - self._start[name]) for name in names}
+        counts = {name: int(now[name] - self._start[name]) for name in names}
+        counts["collections_loaded"] = int(self._collection_origin == "loaded")
+        counts["collections_reused"] = int(self._collection_origin == "reused")
+        return counts
 
     # -- corpus ------------------------------------------------------------------------------------------------
 
-    def collection(self, corpus: DictConfig, base: Path) -> Collection:
-        """The corpus, loaded once per process while its files are unchanged."""
-        key = _collection_key(corpus, base)
-        if key is not None and key in _collections:
-            _collections.move_to_end(key)
-            STATS["collections_reused"] += 1
-            return _collections[key]
-        collection = load_collection(corpus, base)
-        STATS["collections_loaded"] += 1
-        if key is not None:
-            _collections[key] = collection
-            while len(_collections) > COLLECTIONS_KEPT:
-                _collections.popitem(last=False)
+    def collection(self, corpus: DictConfig, base: Path, given: Collection | None = None) -> Collection:
+        """The job's corpus (``given`` when the caller already has it), loaded once per process."""
+        collection = given if given is not None else shared_collection(corpus, base)
+        self._collection_origin = _origin.get(id(collection), "loaded")
         return collection
 
     def documents(self, collection: Collection):

@@ -89,6 +89,35 @@ class RRFConfig:
 
 
 @dataclass
+class DenseConfig:
+    """retrievers/dense.py: cosine between sentence embeddings (a bi-encoder); needs the ``[dense]`` extra.
+
+    ``model``: ``minilm-int8`` (offline all-MiniLM-L6-v2, int8 ONNX), a ``.onnx`` file, or a sentence-transformers
+    name or folder. Document embeddings are cached per (corpus, model, settings) under ``cache.dir``.
+    """
+
+    name: str = "dense"
+    model: str = "minilm-int8"
+    max_length: int | None = None  # word pieces kept per text (None: 256, as sentence-transformers does)
+    batch_size: int = 32
+    tokenizer: str | None = None  # a tokenizer.json for a .onnx model (default: the file beside it)
+
+
+@dataclass
+class RerankConfig:
+    """retrievers/rerank.py: the ``first`` stage's top ``candidates`` re-ordered by the ``second`` stage's scores.
+
+    With a dense second stage this is bi-encoder re-scoring (not a cross-encoder): it can re-order what the first
+    stage found, never find what it missed. ``conf/retriever/rerank.yaml`` names it ``<first>-><second>``.
+    """
+
+    name: str | None = None
+    candidates: int = 100
+    first: Any = MISSING
+    second: Any = MISSING
+
+
+@dataclass
 class RunFileConfig:
     """retrievers/run_file.py: a production system's rankings read from a TREC run file."""
 
@@ -150,10 +179,12 @@ class TextConfig:
 
 @dataclass
 class CacheConfig:
-    """retrievers/cache.py: term counts reused across sweep points and processes (see pipeline/reuse.py).
+    """Term counts (retrievers/cache.py, see pipeline/reuse.py) and document embeddings (``<dir>/embeddings``)
+    reused across sweep points and processes.
 
     ``dir`` null: $RANKSCOPE_CACHE_DIR, else $XDG_CACHE_HOME/rankscope, else ~/.cache/rankscope. ``limit``: the
-    folder's size cap (oldest-used files go first), e.g. 4GiB or 500MiB. ``enabled=false``: tokenise every job.
+    term-count folder's size cap (oldest-used files go first), e.g. 4GiB or 500MiB. ``enabled=false``: tokenise
+    (and encode) in every job.
     """
 
     enabled: bool = True
@@ -170,6 +201,26 @@ class TrackingConfig:
 
 
 @dataclass
+class GateConfig:
+    """conf/gate/: when a candidate counts as a regression against the baseline (pipeline/gate.py).
+
+    It fails only when ``candidate - baseline`` lies entirely below ``-tolerance`` at ``confidence`` (bootstrap
+    interval over questions) and the drop is significant (randomisation test, Holm-adjusted over ``metrics``).
+    """
+
+    baseline: str = "tag:baseline=true"  # a run selector: run id, run name, tag:KEY=VALUE, best:METRIC, latest
+    candidate: str = "best"  # in a sweep: 'best' (by the first gate metric) or a system's name
+    metrics: list[str] = field(default_factory=lambda: ["ndcg@10"])
+    tolerance: float = 0.01  # the largest acceptable drop
+    confidence: float = 0.95
+    resamples: int = 5000
+    permutations: int = 10000
+    seed: int = 0
+    adopt_first: bool = True  # no baseline yet: the candidate becomes the baseline and the gate passes
+    allow_different_corpus: bool = False
+
+
+@dataclass
 class DiagnosisConfig:
     """pipeline/diagnosis.py: when a question counts as failing and which failure classes apply (see README)."""
 
@@ -182,6 +233,20 @@ class DiagnosisConfig:
 
 
 @dataclass
+class TuneConfig:
+    """Tuning sweeps (``hydra/sweeper=optuna``): trials are scored by ``metrics.primary`` on ``corpus.split``;
+    the best configuration is then evaluated once on ``holdout`` (see pipeline/tuning.py).
+
+    Tuning and reporting on the same split is refused unless ``allow_same_split`` (the figure is then optimistic).
+    ``baseline``: also evaluate the untuned configuration on both splits, to show what tuning gained on each.
+    """
+
+    holdout: str = "test"
+    allow_same_split: bool = False
+    baseline: bool = True
+
+
+@dataclass
 class Config:
     corpus: Any = MISSING
     retriever: Any = MISSING
@@ -190,13 +255,17 @@ class Config:
     text: TextConfig = field(default_factory=TextConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     diagnosis: DiagnosisConfig = field(default_factory=DiagnosisConfig)
+    tune: TuneConfig = field(default_factory=TuneConfig)
     depth: int = 100  # ranking depth: how many documents each question's ranking keeps
     study: str | None = None  # a sweep's name (experiment files set it); names the parent MLflow run
+    gate: GateConfig | None = None  # gate=default: compare the sweep's best system with the baseline at the end
+    tags: dict[str, str] = field(default_factory=dict)  # extra MLflow tags on every run (+tags.owner=me)
     quiet: bool = False  # no progress bars (they are drawn only on a terminal, and only in the driver's process)
 
 
 RETRIEVER_SCHEMAS: dict[str, type] = {
     "bm25": BM25Config, "lsa": LSAConfig, "weighted": WeightedConfig, "rrf": RRFConfig, "run_file": RunFileConfig,
+    "dense": DenseConfig, "rerank": RerankConfig,
 }
 CORPUS_SCHEMAS: dict[str, type] = {"helpdesk": HelpdeskCorpus, "beir": BeirCorpus}
 

@@ -3,8 +3,14 @@
 ``on_multirun_start`` runs once in the driver before any job: it creates the tracking store (once, so parallel
 jobs never race to create SQLite), opens the parent run and writes the hand-off file the jobs read.
 ``on_multirun_end`` builds the summary from what MLflow holds (joblib workers report nothing back to the
-driver), prints it, logs it to the parent and closes the parent FINISHED or FAILED. If the sweep dies before
-that, an exit handler closes the parent FAILED: it is never left RUNNING.
+driver), prints it, logs it to the parent and closes the parent FINISHED or FAILED, then runs the regression
+gate when ``gate=...`` is set (the command's exit status is the gate's); a tuning sweep
+(``hydra/sweeper=optuna``) is checked first and ends with the held-out evaluation instead (pipeline/tuning.py).
+If the sweep dies before that, an exit handler closes the parent FAILED: it is never left RUNNING.
+
+A sweep started again in the same folder (``hydra.sweep.dir``) resumes: same parent run, finished jobs skipped
+(``pipeline.resume``). If the store stops answering, the jobs' results wait in their folders for
+``python -m pipeline.sync`` (``pipeline.record``).
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
@@ -27,10 +35,12 @@ from pipeline import progress
 from pipeline.build import check_config, metric_plan
 from pipeline.context import SweepHandle
 from pipeline.diagnose_job import check_diagnosis
+from pipeline.record import pending_records, store_error
 from pipeline.redact import one_line, redact_text
 from pipeline.report import sweep_report
-from pipeline.runner import PROG
-from pipeline.summary import SweepSummary, child_runs, summarize
+from pipeline.resume import lock_sweep, reopen_parent
+from pipeline.runner import PROG, config_tags
+from pipeline.summary import SweepSummary, SystemRun, child_runs, summarize
 from pipeline.sweep_html import plots_and_report
 from pipeline.tracking import (
     TAG_KIND,
@@ -41,6 +51,7 @@ from pipeline.tracking import (
     run_location,
     tracking_uri,
 )
+from pipeline.tuning import check_tuning, finish_tuning, is_tuning
 
 SUMMARY_TEXT = "summary.txt"
 SYSTEMS_FILE = "systems.csv"
@@ -90,6 +101,7 @@ class MlflowSweep(Callback):
     def __init__(self) -> None:
         self.parent: Tracker | None = None
         self.handle: SweepHandle | None = None
+        self.tuning = False
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         progress.configure(bool(config.get("quiet", False)))  # the driver's own bars (reading runs back)
@@ -99,59 +111,70 @@ class MlflowSweep(Callback):
         jobs = job_override_lists(config, overrides)
         if jobs is not None:
             validate_jobs(config, jobs)
+        self.tuning = is_tuning(config.hydra)
+        if self.tuning:
+            try:
+                check_tuning(config, launch_dir, varying)
+            except InputError as exc:
+                _exit(str(exc))
+            except (HydraException, OmegaConfBaseException) as exc:
+                _exit(one_line(exc))
         try:
             uri = tracking_uri(config.tracking.uri, launch_dir)
             client, experiment_id = open_experiment(uri, config.tracking.experiment)
-        except InputError as exc:  # a refused URI, an unreachable server: say so plainly, start nothing
+            lock_sweep(sweep_dir)
+            self.parent = reopen_parent(client, experiment_id, sweep_dir)
+        except InputError as exc:  # a refused URI, an unreachable server, a busy folder: say so, start nothing
             _exit(str(exc))
         swept = [o for o in overrides if o.partition("=")[0].lstrip("+~") in varying]
         name = config.get("study") or " ".join(swept) or sweep_dir.name
-        tags = {TAG_KIND: "sweep", TAG_SWEEP_DIR: str(sweep_dir), TAG_OVERRIDES: " ".join(overrides),
-                "rankscope.launcher": str(config.hydra.runtime.choices.get("hydra/launcher", "basic"))}
-        self.parent = Tracker.start(client, experiment_id, name, tags)
+        if self.parent is not None:
+            print(f"{PROG}: resuming the sweep in {sweep_dir} (parent run {self.parent.run_id}): jobs already "
+                  f"logged are skipped", flush=True)
+        else:
+            tags = {**config_tags(config), TAG_KIND: "sweep", TAG_SWEEP_DIR: str(sweep_dir),
+                    TAG_OVERRIDES: " ".join(overrides),
+                    "rankscope.launcher": str(config.hydra.runtime.choices.get("hydra/launcher", "basic"))}
+            self.parent = Tracker.start(client, experiment_id, name, tags)
         self.handle = SweepHandle(experiment_id, self.parent.run_id, varying)
         self.handle.write(sweep_dir)
         self.sweep_dir = sweep_dir
         self.uri = uri
-        self.title = f"Sweep {name}"
+        self.title = f"{'Tuning' if self.tuning else 'Sweep'} {name}"
         self.overrides = " ".join(overrides) or "(none)"
+        self.sweep_args = overrides  # as parsed: the tuning driver rebuilds the untuned and tuned configs from them
         atexit.register(self._abandoned)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.parent is None or self.handle is None:
             return
-        plan = metric_plan(config.metrics)
-        systems = child_runs(self.parent.client, self.handle.experiment_id, self.parent.run_id)
-        summary = summarize(systems, self.parent.run_id, plan.show, plan.primary, plan.confidence, plan.resamples,
-                            plan.seed)
-        text = sweep_report(summary, self.title)
-        where = run_location(self.uri, self.handle.experiment_id, self.parent.run_id)
-        print(f"\n{text}\n\nMLflow: parent {where}", flush=True)
-        # Plug-in point: later views of the sweep build from `summary` (read back from MLflow) and add files here.
-        files = write_summary(summary, text, self.sweep_dir)
-        files += plots_and_report(summary, plan, config.diagnosis, self.title, self.sweep_dir, self.parent,
-                                  {"MLflow": f"parent {where}", "overrides": self.overrides})
-        self._close_children(summary)
-        failed = len(summary.failed)
-        self.parent.log_metrics({"jobs/finished": len(summary.finished), "jobs/failed": failed})
-        if not summary.means.empty:
-            self.parent.log_table(summary.means.reset_index(), SUMMARY_TABLE)
-        self.parent.log_files(files)
-        error = None
-        if failed or not summary.systems:
-            error = f"{failed} of {len(summary.systems)} jobs failed" if summary.systems else "no job ran"
-        self.parent.finish(error=error)
-        self.parent = None
+        try:
+            if self.tuning:
+                systems = child_runs(self.parent.client, self.handle.experiment_id, self.parent.run_id)
+                _close_children(self.parent.client, systems)
+                error = finish_tuning(config, self.parent, self.handle, systems, self.sweep_args, self.sweep_dir,
+                                      self.title)
+                where = run_location(self.uri, self.handle.experiment_id, self.parent.run_id)
+                print(f"\nMLflow: parent {where}", flush=True)
+                self.parent.finish(error=error)
+                summary = None
+            else:
+                summary, error = close_sweep(self.parent, self.handle.experiment_id, self.sweep_dir, self.uri,
+                                             config.metrics, self.title, config.diagnosis, self.overrides)
+        except (MlflowException, OSError) as exc:  # the store stopped answering: the jobs' records are safe
+            self.parent = None
+            atexit.unregister(self._abandoned)
+            _exit(f"the tracking store {self.uri} did not answer at the end of the sweep ({store_error(exc)}); "
+                  f"every computed result is saved under {self.sweep_dir}: once the store answers, run: "
+                  f"python -m pipeline.sync {self.sweep_dir}")
+        parent, self.parent = self.parent, None
         atexit.unregister(self._abandoned)
+        status = 0 if summary is None else run_sweep_gate(config, summary, parent, self.handle.experiment_id,
+                                                           self.sweep_dir)
         if error:
             _exit(error)
-
-    def _close_children(self, summary: SweepSummary) -> None:
-        """A child still RUNNING now lost its process: record that it failed."""
-        for system in summary.systems:
-            if system.status == "RUNNING":
-                Tracker(self.parent.client, system.run_id).finish(error="the job's process ended without closing it")
-                system.status = "FAILED"
+        if status:
+            sys.exit(status)
 
     def _abandoned(self) -> None:
         if self.parent is None:
@@ -164,6 +187,70 @@ class MlflowSweep(Callback):
             self.parent.finish(error="the sweep stopped before all jobs ended")
         except Exception as exc:  # at exit, report rather than raise
             print(f"{PROG}: could not close the parent MLflow run: {exc}", file=sys.stderr)
+
+
+def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, metrics: Any, title: str,
+                diagnosis: Any, overrides: str) -> tuple[SweepSummary, str | None]:
+    """Summarise the children MLflow holds, print and save the summary, log it to the parent and close the parent
+    (FAILED when a job failed or computed results it could not log). Used at the end of a sweep and by sync.
+
+    Closed again (a resumed or synced sweep), the parent's ``jobs/*`` metrics get the next step."""
+    plan = metric_plan(metrics)
+    systems = child_runs(parent.client, experiment_id, parent.run_id)
+    _close_children(parent.client, systems)
+    summary = summarize(systems, parent.run_id, plan.show, plan.primary, plan.confidence, plan.resamples, plan.seed)
+    unlogged = pending_records(sweep_dir)
+    text = sweep_report(summary, title)
+    if unlogged:
+        folders = ", ".join(str(folder.relative_to(sweep_dir)) for folder, _ in unlogged)
+        text += (f"\n\nNOT LOGGED: {len(unlogged)} job(s) computed their results but could not log them (folders "
+                 f"{folders}); once the tracking store answers: python -m pipeline.sync {sweep_dir}")
+    where = run_location(uri, experiment_id, parent.run_id)
+    print(f"\n{text}\n\nMLflow: parent {where}", flush=True)
+    # Plug-in point: later views of the sweep build from `summary` (read back from MLflow) and add files here.
+    files = write_summary(summary, text, sweep_dir)
+    files += plots_and_report(summary, plan, diagnosis, title, sweep_dir, parent,
+                              {"MLflow": f"parent {where}", "overrides": overrides})
+    failed = len(summary.failed)
+    step = len(parent.client.get_metric_history(parent.run_id, "jobs/finished"))
+    parent.log_metrics({"jobs/finished": len(summary.finished), "jobs/failed": failed,
+                        "jobs/not_logged": len(unlogged)}, step=step)
+    if not summary.means.empty:
+        parent.log_table(summary.means.reset_index(), SUMMARY_TABLE)
+    parent.log_files(files)
+    problems = []
+    if failed or not (summary.systems or unlogged):
+        problems.append(f"{failed} of {len(summary.systems)} jobs failed" if summary.systems else "no job ran")
+    if unlogged:
+        problems.append(f"{len(unlogged)} job(s) computed but not logged: run python -m pipeline.sync {sweep_dir}")
+    error = "; ".join(problems) or None
+    parent.finish(error=error)
+    return summary, error
+
+
+def run_sweep_gate(config: Any, summary: SweepSummary, parent: Tracker, experiment_id: str, sweep_dir: Path) -> int:
+    """``gate=...``: the gate on the sweep's best (or named) system; its exit status (0 when there is no gate).
+
+    Not run while some job's results are not logged: the best system might be among them."""
+    if config.get("gate") is None:
+        return 0
+    from pipeline.gate import EXIT_ERROR, gate_sweep
+
+    unlogged = pending_records(sweep_dir)
+    if unlogged:
+        print(f"{PROG}: gate not run: {len(unlogged)} job(s) are not logged yet; python -m pipeline.sync "
+              f"{sweep_dir} logs them and runs the gate", file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    return gate_sweep(parent.client, experiment_id, parent.run_id, summary.finished, config.gate, sweep_dir,
+                      config_tags(config)).status
+
+
+def _close_children(client: MlflowClient, systems: list[SystemRun]) -> None:
+    """A child still RUNNING now lost its process: record that it failed."""
+    for system in systems:
+        if system.status == "RUNNING":
+            Tracker(client, system.run_id).finish(error="the job's process ended without closing it")
+            system.status = "FAILED"
 
 
 def write_summary(summary: SweepSummary, text: str, sweep_dir: Path) -> list[Path]:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import posixpath
 import random
 import subprocess
+import tempfile
 import time
 import warnings
 from collections.abc import Iterable, Mapping
@@ -29,7 +31,7 @@ for _name in ("alembic", "mlflow"):  # store creation and migrations are chatty 
     logging.getLogger(_name).setLevel(logging.WARNING)
 
 from mlflow import MlflowClient  # noqa: E402  (after quieting its loggers)
-from mlflow.entities import DatasetInput, InputTag, Metric, Param, RunStatus, RunTag  # noqa: E402
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunStatus, RunTag  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_SOURCE_NAME, MLFLOW_SOURCE_TYPE  # noqa: E402
 
@@ -39,7 +41,7 @@ ARTIFACT_DIR = "mlartifacts"
 PARAM_LIMIT = 6000  # MLflow's longest param value
 DATASET_ATTEMPTS = 4
 
-TAG_KIND = "rankscope.kind"  # 'sweep', 'job' or 'run'
+TAG_KIND = "rankscope.kind"  # 'sweep', 'job' or 'run'; in tuning sweeps 'trial', 'tuned' or 'untuned'
 TAG_SYSTEM = "rankscope.system"
 TAG_ERROR = "rankscope.error"
 TAG_SWEEP_DIR = "rankscope.sweep_dir"
@@ -155,23 +157,6 @@ def _text(value: Any) -> str:
     return "null" if value is None else str(value)
 
 
-_DATASET_INPUTS: dict[tuple[str, str, str, str], DatasetInput] = {}
-
-
-def _dataset_input(frame: pd.DataFrame, name: str, digest: str, source: str, context: str) -> DatasetInput:
-    """The MLflow description of a corpus, made once per process: every job of a sweep logs the same one."""
-    key = (name, digest, source, context)
-    if key not in _DATASET_INPUTS:
-        import mlflow.data
-
-        with warnings.catch_warnings():  # a local path matches MLflow's two local source types alike
-            warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted")
-            dataset = mlflow.data.from_pandas(frame, source=redact_text(source), name=name, digest=digest)
-        _DATASET_INPUTS[key] = DatasetInput(dataset._to_mlflow_entity(),
-                                            tags=[InputTag("mlflow.data.context", context)])
-    return _DATASET_INPUTS[key]
-
-
 class Tracker:
     """One MLflow run. Params and metrics each go in one batch; every value is redacted on the way out."""
 
@@ -181,28 +166,34 @@ class Tracker:
 
     @classmethod
     def start(cls, client: MlflowClient, experiment_id: str, name: str, tags: Mapping[str, str],
-              parent_id: str | None = None) -> Tracker:
+              parent_id: str | None = None, start_time: int | None = None) -> Tracker:
+        """``start_time`` (ms): when the work began, for a run logged after its results were computed."""
         all_tags = {**provenance_tags(), **tags}
         if parent_id:
             all_tags[MLFLOW_PARENT_RUN_ID] = parent_id
         safe = {k: redact_value(k, str(v)) for k, v in all_tags.items()}
-        run = client.create_run(experiment_id, tags=safe, run_name=redact_text(name))
+        run = client.create_run(experiment_id, start_time=start_time, tags=safe, run_name=redact_text(name))
         return cls(client, run.info.run_id)
 
     def log_params(self, params: Mapping[str, Any]) -> None:
         batch = [Param(k, redact_value(k, _text(v))[:PARAM_LIMIT]) for k, v in params.items()]
         self.client.log_batch(self.run_id, params=batch)
 
-    def log_metrics(self, metrics: Mapping[str, float], tags: Mapping[str, str] | None = None) -> None:
+    def log_metrics(self, metrics: Mapping[str, float], tags: Mapping[str, str] | None = None,
+                    step: int = 0) -> None:
         """All metrics (and any tags known only now) in one call."""
         now = int(time.time() * 1000)
-        batch = [Metric(k, float(v), now, 0) for k, v in metrics.items() if v == v]  # NaN: nothing to log
+        batch = [Metric(k, float(v), now, step) for k, v in metrics.items() if v == v]  # NaN: nothing to log
         extra = [RunTag(k, redact_value(k, str(v))) for k, v in (tags or {}).items()]
         self.client.log_batch(self.run_id, metrics=batch, tags=extra)
 
     def log_dataset(self, frame: pd.DataFrame, name: str, digest: str, source: str, context: str) -> None:
         """The data the run was measured on, as an MLflow dataset input (name, digest, source)."""
-        entity = _dataset_input(frame, name, digest, source, context)
+        self.log_dataset_fields(dataset_fields(frame, name, digest, source), context)
+
+    def log_dataset_fields(self, fields: Mapping[str, str], context: str) -> None:
+        """A dataset input from :func:`dataset_fields` (saved with a job's results, so it can be logged later)."""
+        entity = DatasetInput(Dataset(**fields), tags=[InputTag("mlflow.data.context", context)])
         for attempt in range(DATASET_ATTEMPTS):
             try:
                 self.client.log_inputs(self.run_id, datasets=[entity])
@@ -215,11 +206,16 @@ class Tracker:
                 time.sleep(0.2 + random.random() * 0.5)
 
     def log_table(self, frame: pd.DataFrame, artifact_file: str) -> None:
-        safe = frame.copy()
-        for column in safe.columns:
-            if safe[column].dtype == object:
-                safe[column] = [redact_text(v) if isinstance(v, str) else v for v in safe[column]]
-        self.client.log_table(self.run_id, data=safe, artifact_file=artifact_file)
+        """An MLflow table. Logged again (a resumed sweep's parent), it replaces the old one: MLflow would append."""
+        safe = redacted_frame(frame)
+        folder = posixpath.dirname(artifact_file) or None
+        if artifact_file not in {f.path for f in self.client.list_artifacts(self.run_id, folder)}:
+            self.client.log_table(self.run_id, data=safe, artifact_file=artifact_file)
+            return
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / Path(artifact_file).name
+            safe.to_json(path, orient="split", index=False, date_format="iso")  # MLflow's own table format
+            self.client.log_artifact(self.run_id, str(path), folder)
 
     def log_files(self, paths: Iterable[Path], folder: str | None = None) -> None:
         """Files already written with secrets masked (see ``pipeline.job.write_results``), optionally into an
@@ -227,9 +223,41 @@ class Tracker:
         for path in paths:
             self.client.log_artifact(self.run_id, str(path), folder)
 
-    def finish(self, error: str | None = None) -> None:
+    def finish(self, error: str | None = None, end_time: int | None = None) -> None:
         """End the run FINISHED, or FAILED with the reason as a tag: never leave it RUNNING."""
         if error is not None:
             self.client.set_tag(self.run_id, TAG_ERROR, redact_text(error)[:5000])
         status = RunStatus.to_string(RunStatus.FAILED if error is not None else RunStatus.FINISHED)
-        self.client.set_terminated(self.run_id, status=status)
+        self.client.set_terminated(self.run_id, status=status, end_time=end_time)
+
+
+def redacted_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy with every text cell redacted (questions and ids could carry a token pasted by mistake)."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
+            safe[column] = [redact_text(v) if isinstance(v, str) else v for v in safe[column]]
+    return safe
+
+
+_DATASET_FIELDS: dict[tuple[str, str, str], dict[str, str]] = {}
+
+
+def dataset_fields(frame: pd.DataFrame, name: str, digest: str, source: str) -> dict[str, str]:
+    """An MLflow dataset's description (name, digest, source, schema, profile) as plain strings; made once per
+    process for each corpus (every job of a sweep describes the same one)."""
+    key = (name, digest, source)
+    if key not in _DATASET_FIELDS:
+        _DATASET_FIELDS[key] = _describe_dataset(frame, name, digest, source)
+    return dict(_DATASET_FIELDS[key])
+
+
+def _describe_dataset(frame: pd.DataFrame, name: str, digest: str, source: str) -> dict[str, str]:
+    import mlflow.data
+
+    with warnings.catch_warnings():  # a local path matches MLflow's two local source types alike
+        warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted")
+        dataset = mlflow.data.from_pandas(frame, source=redact_text(source), name=name, digest=digest)
+    entity = dataset._to_mlflow_entity()
+    return {"name": entity.name, "digest": entity.digest, "source_type": entity.source_type,
+            "source": entity.source, "schema": entity.schema, "profile": entity.profile}

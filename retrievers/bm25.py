@@ -1,4 +1,11 @@
-"""BM25, Lucene flavour (SPEC.md): idf = ln(1 + (N - df + 0.5) / (df + 0.5)), each distinct query term once."""
+"""BM25, Lucene flavour (SPEC.md): idf = ln(1 + (N - df + 0.5) / (df + 0.5)), each distinct query term once.
+
+Ranking is exact and never scores the whole corpus when it need not: documents are cut into blocks of
+``2**BLOCK_BITS`` consecutive ids, and every term with a long posting list keeps, per block, the largest weight
+it has there. A question's bound for a block is the sum of its terms' block maxima; blocks are scored exactly in
+order of decreasing bound until the next bound is below the k-th best score found, so a skipped block cannot
+hold a result, not even a tie (see :mod:`retrievers.blockmax`).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
 from metrics.run import Run
@@ -18,8 +26,10 @@ from retrievers.base import (
     _check_batch,
     counts_of,
 )
-from retrievers.text import TermCounts, Tokenizer
-from retrievers.topk import top_k_sparse
+from retrievers.maxscore import Postings
+from retrievers.text import TermCounts, Tokenizer, encode
+
+QUESTION_CHUNK = 4096  # questions encoded at a time: bounds the memory of a large batch
 
 
 def bm25_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
@@ -29,15 +39,40 @@ def bm25_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
 def bm25_weights(counts: sp.csr_matrix, k1: float, b: float) -> sp.csr_matrix:
     """Each (document, term) cell's BM25 contribution; lengths are token counts after stop words."""
     counts = counts.tocsr()
-    n_docs = counts.shape[0]
-    df = np.bincount(counts.indices, minlength=counts.shape[1])
+    return weigh(counts.T.tocsr(), length_norms(counts, k1, b), k1).T.tocsr()
+
+
+def length_norms(counts: sp.csr_matrix, k1: float, b: float) -> np.ndarray:
+    """``k1 * (1 - b + b * |d| / avgdl)`` per document of a (documents x terms) count matrix."""
     lengths = np.asarray(counts.sum(axis=1)).ravel()
-    avgdl = lengths.mean() if n_docs and lengths.mean() > 0 else 1.0
-    norm = k1 * (1.0 - b + b * lengths / avgdl)
-    row_norm = np.repeat(norm, np.diff(counts.indptr))
-    f = counts.data
-    data = bm25_idf(df, n_docs)[counts.indices] * f * (k1 + 1.0) / (f + row_norm)
-    return sp.csr_matrix((data, counts.indices.copy(), counts.indptr.copy()), shape=counts.shape)
+    avgdl = lengths.mean() if counts.shape[0] and lengths.mean() > 0 else 1.0
+    return k1 * (1.0 - b + b * lengths / avgdl)
+
+
+def weigh(by_term: sp.csr_matrix, norms: np.ndarray, k1: float, chunk: int = 2**20) -> sp.csr_matrix:
+    """Turn a (terms x documents) count matrix into BM25 weights, in place, a chunk of postings at a time.
+
+    ``idf * f * (k1 + 1) / (f + norm)`` evaluated left to right: bit for bit the formula's values, with
+    temporaries bounded by ``chunk``.
+    """
+    if by_term.dtype != np.float64:
+        by_term = by_term.astype(np.float64)
+    by_term.sort_indices()
+    idf = bm25_idf(np.diff(by_term.indptr), by_term.shape[1])
+    for lo in range(0, by_term.nnz, chunk):
+        hi = min(lo + chunk, by_term.nnz)
+        first = int(np.searchsorted(by_term.indptr, lo, side="right")) - 1
+        last = int(np.searchsorted(by_term.indptr, hi, side="left"))
+        counts_in = np.minimum(by_term.indptr[first + 1 : last + 1], hi) - np.maximum(by_term.indptr[first:last], lo)
+        f = by_term.data[lo:hi]
+        weights = np.repeat(idf[first:last], counts_in)
+        weights *= f
+        weights *= k1 + 1.0
+        denominator = norms[by_term.indices[lo:hi]]
+        denominator += f
+        weights /= denominator
+        f[:] = weights
+    return by_term
 
 
 @dataclass
@@ -54,22 +89,27 @@ class BM25(ScoringRetriever):
             raise ValueError(f"BM25 k1 must be >= 0, got {self.k1}")
         if not 0.0 <= self.b <= 1.0:
             raise ValueError(f"BM25 b must be within [0, 1], got {self.b}")
-        self._terms: TermCounts | None = None
+        self._vocab: pd.Index | None = None
 
     def index(self, docs: Documents, counts: TermCounts | None = None) -> BM25:
         """Index ``docs``; pass precomputed ``counts`` to skip tokenisation (sweeps share them)."""
         terms = counts if counts is not None else counts_of(docs, self.tokenizer)
         order = terms.id_order
-        self.doc_ids = terms.doc_ids[order]
-        weights = bm25_weights(terms.counts[order], self.k1, self.b)
-        self._by_term = weights.T.tocsr()  # terms x docs: a question sums its terms' rows
-        self._terms = terms
+        in_order = len(order) == 0 or bool(np.all(order[1:] > order[:-1]))
+        self.doc_ids = terms.doc_ids if in_order else terms.doc_ids[order]
+        self._vocab = terms.term_index  # only the vocabulary is kept: questions are encoded over it
+        matrix = terms.counts if in_order else terms.counts[order]
+        norms = length_norms(matrix, self.k1, self.b)
+        by_term = matrix.T.tocsr()  # terms x docs: a question sums its terms' rows
+        del matrix, terms  # counts made here are freed now (a cache's copy lives on in the cache)
+        self._by_term = weigh(by_term, norms, self.k1)
+        self._postings = Postings.build(self._by_term)
         return self
 
     def _questions(self, texts: Sequence[str]) -> sp.csr_matrix:
-        if self._terms is None:
+        if self._vocab is None:
             raise NotIndexedError("call index() before ranking")
-        return self._terms.encode(texts, self.tokenizer, binary=True)
+        return encode(texts, self.tokenizer, self._vocab, binary=True)
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         return (self._questions(texts) @ self._by_term).toarray()
@@ -77,10 +117,10 @@ class BM25(ScoringRetriever):
     def rank(self, query_ids: Sequence[str], texts: Sequence[str], depth: int = 100) -> Run:
         _check_batch(query_ids, texts)
         docs, scores = [], []
-        step = 256
-        for start in range(0, len(texts), step):
-            matrix = (self._questions(texts[start : start + step]) @ self._by_term).tocsr()
-            d, s = top_k_sparse(matrix, min(depth, len(self.doc_ids)), MIN_SCORE)
+        width = min(depth, len(self.doc_ids))
+        for start in range(0, len(texts), QUESTION_CHUNK):
+            questions = self._questions(texts[start : start + QUESTION_CHUNK])
+            d, s = self._postings.top_k(questions, width, MIN_SCORE)
             docs.append(d)
             scores.append(s)
         return _assemble(self, query_ids, docs, scores, depth)

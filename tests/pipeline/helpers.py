@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 from mlflow import MlflowClient
@@ -51,3 +52,20 @@ def runs_with_cache(folder: Path, empty_store: Path, cache_dir: Path, *args: str
     done = run_pipeline(folder, *args, env={"RANKSCOPE_CACHE_DIR": str(cache_dir)})
     assert done.returncode == 0, done.stderr[-3000:]
     return job_runs(folder)
+
+
+def log_run(folder: Path, *overrides: str, experiment: str = "rankscope") -> str:
+    """One ``python -m pipeline OVERRIDES`` run, in this process (no Hydra launcher: fast), logged to
+    ``<folder>/mlflow.db``; returns its MLflow run id."""
+    from hydra import compose, initialize_config_dir
+
+    import pipeline.cli  # registers the schemas and the rankscope.stamp resolver
+    from pipeline.context import JobContext
+    from pipeline.runner import run_job
+
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    with initialize_config_dir(config_dir=str(pipeline.cli.CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=[*overrides, f"tracking.uri={uri}", f"tracking.experiment={experiment}",
+                                           f"cache.dir={folder / 'cache'}"])
+    output = folder / "outputs" / uuid.uuid4().hex[:8]
+    return run_job(cfg, JobContext(launch_dir=REPO, output_dir=output, overrides=list(overrides)))

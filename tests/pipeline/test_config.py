@@ -13,7 +13,7 @@ import pipeline.cli  # registers the schemas and the rankscope.stamp resolver
 from metrics.errors import InputError
 from pipeline.build import check_config, load_collection, make_retriever, make_tokenizer, metric_plan
 from pipeline.schema import BM25Config, LSAConfig, RRFConfig, WeightedConfig
-from retrievers import BM25, LSA, RRF, RunFile, WeightedSum
+from retrievers import BM25, LSA, RRF, Rerank, RunFile, WeightedSum
 
 CONF = Path(pipeline.cli.CONF_DIR)
 REPO = CONF.parent
@@ -42,7 +42,12 @@ def test_every_retriever_entry_composes_and_builds(name, tmp_path):
     cfg = composed(f"retriever={name}", *([f"retriever.path={run}"] if name == "run_file" else []))
     check_config(cfg)
     retriever = make_retriever(cfg.retriever, make_tokenizer(cfg.text, REPO), REPO)
-    expected = {"bm25": BM25, "lsa": LSA, "weighted": WeightedSum, "rrf": RRF, "run_file": RunFile}[name]
+    expected = {"bm25": BM25, "lsa": LSA, "weighted": WeightedSum, "rrf": RRF, "run_file": RunFile, "rerank": Rerank,
+                "weighted_dense": WeightedSum, "rrf_dense": RRF}.get(name)
+    if name == "dense":
+        from retrievers.dense import Dense
+
+        expected = Dense
     assert isinstance(retriever, expected)
 
 
@@ -72,6 +77,8 @@ def test_every_tracking_entry_composes(name):
 
 @pytest.mark.parametrize("name", entries("experiment"))
 def test_every_experiment_entry_composes_with_a_sweep(name):
+    if name.startswith("tune_"):
+        pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason="pip install 'rankscope[tune]'")
     cfg = composed(f"experiment={name}", hydra=True)
     assert cfg.study == name
     assert cfg.hydra.sweeper.params, "an experiment file describes a sweep"
@@ -130,6 +137,25 @@ def test_keys_appended_with_plus_are_refused_before_any_work():
 def test_a_beir_corpus_needs_a_path():
     with pytest.raises(InputError, match=r"corpus\.path"):
         check_config(composed("corpus=beir"))
+
+
+def test_hybrids_and_two_stage_retrievers_are_composed_from_retriever_entries():
+    pytest.importorskip("onnxruntime")
+    tokenizer = make_tokenizer(composed().text, REPO)
+    hybrid = make_retriever(composed("retriever=rrf_dense").retriever, tokenizer, REPO)
+    assert [c.name for c in hybrid.components] == ["BM25", "dense"] and hybrid.depth == 100
+    two_stage = composed("retriever=rerank", "retriever@retriever.first=lsa", "retriever.candidates=20")
+    rerank = make_retriever(two_stage.retriever, tokenizer, REPO)
+    assert (type(rerank.first), rerank.second.name, rerank.candidates, rerank.name) == (LSA, "dense", 20, "LSA->dense")
+
+
+def test_dense_keeps_its_embeddings_where_the_cache_config_says(tmp_path):
+    pytest.importorskip("onnxruntime")
+    cfg = composed("retriever=dense", f"cache.dir={tmp_path}", "retriever.batch_size=8")
+    dense = make_retriever(cfg.retriever, make_tokenizer(cfg.text, REPO), REPO, cache=cfg.cache)
+    assert (dense.cache, dense.cache_dir, dense.batch_size) == (True, tmp_path / "embeddings", 8)
+    off = composed("retriever=dense", "cache.enabled=false")
+    assert make_retriever(off.retriever, make_tokenizer(off.text, REPO), REPO, cache=off.cache).cache is False
 
 
 def test_out_of_range_values_are_reported_with_their_key():

@@ -1,0 +1,1 @@
+"""Benchmarks: rankscope against its peers (``python -m bench``); never run as tests."""

@@ -1,0 +1,240 @@
+"""A job's results kept in its folder before anything is logged, and logged to MLflow exactly once.
+
+Every job writes ``record.json`` (what its MLflow run will hold: name, tags, params, metrics, dataset input,
+per-question table and files) into its output directory *before* talking to the tracking store. If the store
+does not answer, nothing computed is lost: ``python -m pipeline.sync`` (or re-running the sweep) logs the record
+later. :func:`publish` is idempotent: a record already logged, or a result MLflow already holds for the same
+config, corpus and code under the same sweep, is never logged twice; failed or half-logged attempts it replaces
+are soft-deleted (kept in MLflow's trash, tagged with the run that superseded them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.entities import Run
+
+from pipeline.identity import TAG_CONFIG_DIGEST, Identity
+from pipeline.redact import one_line, redact_text, redact_tree, redact_value
+from pipeline.tracking import TAG_KIND, Tracker, redacted_frame
+
+RECORD_FILE = "record.json"
+TAG_RECORD = "rankscope.record"
+TAG_SUPERSEDED_BY = "rankscope.superseded_by"
+FORMAT = 1
+_OS_REASON = re.compile(r"\[Errno -?\d+\] ([^\"')\]]+)")
+
+
+class TrackingUnavailable(Exception):
+    """The tracking store did not take the record; the message says why, in one line."""
+
+
+@dataclass
+class JobRecord:
+    """Everything one job's MLflow run holds, as plain JSON; ``run_id`` is set once it is logged."""
+
+    record_id: str
+    run_name: str
+    experiment_id: str
+    parent_run_id: str | None
+    tracking_uri: str  # redacted: credentials come from the environment or --tracking-uri when syncing
+    tags: dict[str, str]
+    params: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)
+    dataset: dict[str, str] | None = None  # pipeline.tracking.dataset_fields
+    table: str | None = None  # the per-question table's file in the job folder (MLflow's table JSON)
+    table_dtypes: dict[str, str] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)  # artifacts, relative to the job folder
+    started_ms: int = 0
+    ended_ms: int = 0
+    error: str | None = None  # the job failed: logged as a FAILED run with this reason
+    run_id: str | None = None
+    format: int = FORMAT
+
+    @classmethod
+    def new(cls, **values: Any) -> JobRecord:
+        """A fresh record, secrets masked before anything reaches the disk (a URI's password, a token ...)."""
+        values["tags"] = {str(k): redact_value(str(k), str(v)) for k, v in values.get("tags", {}).items()}
+        values["params"] = redact_tree(values.get("params") or {})
+        if values.get("error"):
+            values["error"] = redact_text(str(values["error"]))
+        return cls(record_id=uuid.uuid4().hex, **values)
+
+    @property
+    def pending(self) -> bool:
+        return self.run_id is None
+
+    @property
+    def identity(self) -> Identity | None:
+        return Identity.from_tags(self.tags)
+
+    def save(self, folder: Path) -> Path:
+        """Write atomically (a kill mid-write never leaves half a record)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / RECORD_FILE
+        temporary = path.with_suffix(f".tmp-{os.getpid()}")
+        temporary.write_text(json.dumps(asdict(self), indent=1, default=str) + "\n", encoding="utf-8")
+        temporary.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, folder: Path) -> JobRecord | None:
+        path = folder / RECORD_FILE
+        if not path.is_file():
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT:
+            return None
+        return cls(**data)
+
+
+def save_table(frame: pd.DataFrame, path: Path) -> dict[str, str]:
+    """The per-question table in MLflow's table format; returns its column types, to read it back exactly."""
+    safe = redacted_frame(frame)
+    safe.to_json(path, orient="split", index=False, date_format="iso")
+    return {str(k): str(v) for k, v in safe.dtypes.items()}
+
+
+def read_table(path: Path, dtypes: dict[str, str] | None = None) -> pd.DataFrame:
+    """An MLflow table file (``{"columns": [...], "data": [[...]]}``) as a DataFrame, values untouched."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    frame = pd.DataFrame(data["data"], columns=data["columns"])
+    return frame.astype(dtypes) if dtypes else frame
+
+
+def store_error(exc: BaseException) -> str:
+    """Why the store did not answer, short: the OS's reason (``Connection refused``) rather than urllib3's page."""
+    text = one_line(exc)
+    found = _OS_REASON.search(text)
+    if found:
+        return found.group(1).strip()
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# -- finding earlier attempts ---------------------------------------------------------------------------------
+
+
+def _search(client: MlflowClient, experiment_id: str, query: str) -> list[Run]:
+    runs, token = [], None
+    while True:
+        page = client.search_runs([experiment_id], query, max_results=1000, page_token=token)
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def runs_of_config(client: MlflowClient, experiment_id: str, parent_run_id: str, digest: str) -> list[Run]:
+    """Active runs under ``parent_run_id`` made from the same config (any status, corpus or code)."""
+    return _search(client, experiment_id,
+                   f"tags.`mlflow.parentRunId` = '{parent_run_id}' and tags.`{TAG_CONFIG_DIGEST}` = '{digest}'")
+
+
+def finished_run(client: MlflowClient, experiment_id: str, parent_run_id: str, identity: Identity) -> str | None:
+    """The FINISHED run under the parent with this config digest, corpus digest and code version, if any."""
+    for run in runs_of_config(client, experiment_id, parent_run_id, identity.config_digest):
+        if run.info.status == "FINISHED" and Identity.from_tags(run.data.tags) == identity:
+            return run.info.run_id
+    return None
+
+
+def supersede(client: MlflowClient, runs: Iterable[Run], by: str) -> None:
+    """Soft-delete earlier attempts (FAILED, interrupted, half-logged, older code), saying which run replaced them."""
+    for run in runs:
+        if run.info.run_id == by:
+            continue
+        if run.info.status == "RUNNING":
+            client.set_terminated(run.info.run_id, status="FAILED")
+        client.set_tag(run.info.run_id, TAG_SUPERSEDED_BY, by)
+        client.delete_run(run.info.run_id)
+
+
+# -- logging --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Published:
+    run_id: str
+    reused: bool  # True: MLflow already held this result; nothing new was logged
+
+
+def publish(client: MlflowClient, record: JobRecord, folder: Path) -> Published:
+    """Log the record as one MLflow run, once; mark it logged in ``folder``. Raises :class:`TrackingUnavailable`."""
+    try:
+        published = _publish(client, record, folder)
+    except TrackingUnavailable:
+        raise
+    except Exception as exc:  # unreachable server, locked database, refused request: the record stays pending
+        raise TrackingUnavailable(store_error(exc)) from None
+    record.run_id = published.run_id
+    record.save(folder)
+    return published
+
+
+def _publish(client: MlflowClient, record: JobRecord, folder: Path) -> Published:
+    earlier = _search(client, record.experiment_id, f"tags.`{TAG_RECORD}` = '{record.record_id}'")
+    done = [r for r in earlier if r.info.status == "FINISHED"]
+    if done:  # logged before (a sync run twice, or the process died after logging)
+        return Published(done[0].info.run_id, reused=True)
+    digest = record.tags.get(TAG_CONFIG_DIGEST)
+    if record.parent_run_id and digest and record.tags.get(TAG_KIND) == "job":  # not tuning trials: they repeat
+        siblings = runs_of_config(client, record.experiment_id, record.parent_run_id, digest)
+        identity = record.identity
+        same = [r for r in siblings if r.info.status == "FINISHED" and identity is not None
+                and Identity.from_tags(r.data.tags) == identity]
+        if same:  # the same result is already in the sweep: log nothing
+            supersede(client, earlier, same[0].info.run_id)
+            return Published(same[0].info.run_id, reused=True)
+        known = {e.info.run_id for e in earlier}
+        earlier += [r for r in siblings if r.info.run_id not in known]
+    run_id = _log(client, record, folder)
+    supersede(client, earlier, run_id)
+    return Published(run_id, reused=False)
+
+
+def _log(client: MlflowClient, record: JobRecord, folder: Path) -> str:
+    tags = {**record.tags, TAG_RECORD: record.record_id}
+    tracker = Tracker.start(client, record.experiment_id, record.run_name, tags, record.parent_run_id,
+                            start_time=record.started_ms or None)
+    if record.params:
+        tracker.log_params(record.params)
+    if record.metrics:
+        tracker.log_metrics(record.metrics)
+    if record.dataset:
+        tracker.log_dataset_fields(record.dataset, context="evaluation")
+    if record.table:
+        tracker.log_table(read_table(folder / record.table, record.table_dtypes), record.table)
+    for name in record.files:  # 'plots/x.png' goes to the run's plots/ folder
+        tracker.log_files([folder / name], posixpath.dirname(name) or None)
+    tracker.finish(error=record.error, end_time=record.ended_ms or None)
+    return tracker.run_id
+
+
+def pending_records(folder: Path) -> list[tuple[Path, JobRecord]]:
+    """Records under ``folder`` (a job folder or a sweep folder) not logged yet, in folder order."""
+    found = []
+    paths = [folder / RECORD_FILE] if (folder / RECORD_FILE).is_file() else sorted(
+        folder.rglob(RECORD_FILE), key=lambda p: [int(x) if x.isdigit() else x for x in p.parent.parts])
+    for path in paths:
+        try:
+            record = JobRecord.load(path.parent)
+        except (OSError, ValueError, TypeError):
+            continue
+        if record is not None and record.pending:
+            found.append((path.parent, record))
+    return found

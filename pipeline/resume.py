@@ -1,0 +1,61 @@
+"""Resuming a sweep in its own folder: one process at a time, and the same parent MLflow run as before.
+
+Run a sweep again with the same ``hydra.sweep.dir`` (a scheduled sweep always does: one folder per schedule and
+date) and it goes on where it stopped: the parent run recorded in the folder's ``mlflow_sweep.json`` is reopened,
+jobs whose result it already holds are skipped (``pipeline.runner``), failed, missing or interrupted ones run.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from pathlib import Path
+from typing import IO
+
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
+
+from metrics.errors import InputError
+from pipeline.context import SweepHandle
+from pipeline.tracking import TAG_ERROR, Tracker
+
+LOCK_FILE = ".rankscope.lock"
+_HELD: dict[Path, IO[str]] = {}  # here, not on the Hydra callback: joblib pickles the callback to its workers
+
+
+def lock_sweep(sweep_dir: Path) -> None:
+    """Hold the sweep folder for this process (until it exits or releases it): a second sweep or sync on the same
+    folder stops at once instead of logging the same jobs alongside."""
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    if sweep_dir in _HELD:
+        return
+    handle = (sweep_dir / LOCK_FILE).open("w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise InputError(f"another rankscope process is running the sweep in {sweep_dir}; wait for it to end") from None
+    _HELD[sweep_dir] = handle
+
+
+def release_sweep(sweep_dir: Path) -> None:
+    handle = _HELD.pop(sweep_dir, None)
+    if handle is not None:
+        handle.close()
+
+
+def reopen_parent(client: MlflowClient, experiment_id: str, sweep_dir: Path) -> Tracker | None:
+    """The parent run an earlier attempt of this sweep left in ``sweep_dir``, RUNNING again; None if there is none
+    (a new folder, another store or experiment, a deleted run)."""
+    previous = SweepHandle.read(sweep_dir)
+    if previous is None or previous.experiment_id != experiment_id:
+        return None
+    try:
+        run = client.get_run(previous.parent_run_id)
+    except MlflowException:
+        return None
+    if run.info.lifecycle_stage != "active" or run.info.experiment_id != experiment_id:
+        return None
+    client.update_run(run.info.run_id, status="RUNNING")
+    if TAG_ERROR in run.data.tags:
+        client.delete_tag(run.info.run_id, TAG_ERROR)
+    return Tracker(client, run.info.run_id)

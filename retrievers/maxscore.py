@@ -1,0 +1,220 @@
+"""Exact top-k over sums of posting-list weights, skipping what cannot matter (MaxScore).
+
+The index is a (terms x documents) CSR matrix of non-negative weights; a question is a set of terms and a
+document's score the sum of its weights for those terms. Scoring every document a question touches costs as
+much as its longest posting lists, and frequent terms have long lists but small weights. With a lower bound
+``theta`` on the k-th best score, the question's terms split in two: the *non-essential* ones, the terms of
+smallest maximum weight whose maxima sum below ``theta`` (a document having only those cannot reach the top
+k), and the *essential* rest. Only documents in essential lists are candidates; those whose essential weights
+plus the non-essential maxima still reach ``theta`` are scored exactly. ``theta`` comes from exactly scoring a
+few thousand documents of the lists with the largest weights.
+
+Bounds are compared with a small relative margin, so rounding can never hide a result or a tie. Exact scores
+add a document's weights in ascending term order, as scipy's sparse product does: they equal its scores to
+the last bit, and ties stay ties (broken by document position, ascending).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from metrics.run import PAD
+
+SEED_POSTINGS = 4096  # postings read to find the first threshold
+SEED_DOCS = 256  # of which this many documents (best partial scores) are scored exactly
+MARGIN = 1e-9  # relative slack on bounds: sums in different orders may differ in the last bits
+DENSE_SHARE = 16  # terms in at least 1/16 of the documents also get dense 8-bit upper bounds
+SCAN_RATIO = 16  # a posting list is read whole when at most this many times longer than the candidate list
+
+
+def expand(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The concatenation of ``range(s, s + n)`` for each start ``s`` and length ``n``."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    shift = np.repeat(np.asarray(starts, dtype=np.int64) - (np.cumsum(lengths) - lengths), lengths)
+    return np.arange(total, dtype=np.int64) + shift
+
+
+def best_k(docs: np.ndarray, scores: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best (score desc, doc asc) of candidates scoring above ``threshold``."""
+    keep = scores > threshold
+    docs, scores = docs[keep], scores[keep]
+    if len(scores) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        keep = scores >= kth
+        docs, scores = docs[keep], scores[keep]
+    order = np.lexsort((docs, -scores))[:k]
+    return docs[order], scores[order]
+
+
+@dataclass
+class Postings:
+    """Posting lists (CSR of a terms x documents weight matrix, documents sorted) with each list's maximum."""
+
+    indptr: np.ndarray
+    docs: np.ndarray
+    weights: np.ndarray
+    n_docs: int
+    top: np.ndarray  # per term: its largest weight
+    dense_row: np.ndarray  # per term: its row in ``dense`` (-1: none)
+    dense: np.ndarray  # (frequent terms x documents) uint8: each weight rounded *up* to a multiple of ...
+    dense_scale: np.ndarray  # ... this step, per frequent term: upper bounds read in one gather
+
+    @classmethod
+    def build(cls, by_term: sp.csr_matrix) -> Postings:
+        by_term = by_term.tocsr()
+        if not by_term.has_sorted_indices:
+            by_term = by_term.sorted_indices()
+        indptr = by_term.indptr.astype(np.int64)
+        n_terms, n_docs = by_term.shape
+        df = np.diff(indptr)
+        top = np.zeros(n_terms)
+        filled = np.flatnonzero(df > 0)
+        if len(filled):
+            top[filled] = np.maximum.reduceat(by_term.data, indptr[filled])
+        frequent = np.flatnonzero((df > 0) & (df * DENSE_SHARE >= n_docs))
+        dense_row = np.full(n_terms, -1, dtype=np.int64)
+        dense_row[frequent] = np.arange(len(frequent))
+        scale = top[frequent] * (1 + MARGIN) / 255.0
+        dense = np.zeros((len(frequent), n_docs), dtype=np.uint8)
+        for row, t in enumerate(frequent.tolist()):
+            lo, hi = indptr[t], indptr[t + 1]
+            dense[row, by_term.indices[lo:hi]] = np.minimum(np.ceil(by_term.data[lo:hi] / scale[row]), 255)
+        return cls(indptr, by_term.indices, by_term.data, n_docs, top, dense_row, dense, scale)
+
+    def top_k(self, questions: sp.csr_matrix, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` documents of each question (a row of term indicators) scoring above ``threshold``.
+
+        Returns ``(docs, scores)`` of shape (questions, k), padded with PAD / NaN.
+        """
+        questions = questions.tocsr()
+        n = questions.shape[0]
+        out_docs = np.full((n, k), PAD, dtype=np.int64)
+        out_scores = np.full((n, k), np.nan)
+        if k == 0:
+            return out_docs, out_scores
+        slots = np.full(self.n_docs, -1, dtype=np.int32)  # scratch for lookups, always left at -1
+        for i in range(n):
+            row = slice(questions.indptr[i], questions.indptr[i + 1])
+            terms = np.unique(questions.indices[row][questions.data[row] != 0])
+            terms = terms[self.indptr[terms + 1] > self.indptr[terms]]
+            if len(terms):
+                d, s = self._question(terms, k, threshold, slots)
+                out_docs[i, : len(d)] = d
+                out_scores[i, : len(s)] = s
+        return out_docs, out_scores
+
+    def lookup(self, term: int, docs: np.ndarray, slots: np.ndarray | None) -> np.ndarray:
+        """``term``'s weight in each of ``docs`` (sorted, distinct; 0 where absent).
+
+        A short list is read whole through ``slots`` (a per-document scratch array holding each of ``docs``'
+        positions and -1 elsewhere); a long one is searched for the documents instead.
+        """
+        lo, hi = self.indptr[term], self.indptr[term + 1]
+        listed = self.docs[lo:hi]
+        out = np.zeros(len(docs))
+        if slots is not None and hi - lo <= SCAN_RATIO * len(docs):
+            where = slots[listed]
+            found = where >= 0
+            out[where[found]] = self.weights[lo:hi][found]
+            return out
+        if hi == lo or len(docs) == 0:
+            return out
+        # a frequent term's 8-bit bounds are 0 exactly where it is absent: search only where it is present
+        row = self.dense_row[term]
+        ask = np.flatnonzero(self.dense[row, docs]) if row >= 0 else slice(None)
+        pos = np.minimum(np.searchsorted(listed, docs[ask]), hi - lo - 1)
+        found = listed[pos] == docs[ask]
+        hits = np.arange(len(docs))[ask][found] if row < 0 else ask[found]
+        out[hits] = self.weights[lo:hi][pos[found]]
+        return out
+
+    def bound(self, term: int, docs: np.ndarray, slots: np.ndarray) -> np.ndarray:
+        """An upper bound of ``term``'s weight in each of ``docs``: the 8-bit one when the term is frequent."""
+        row = self.dense_row[term]
+        if row >= 0:
+            return self.dense[row, docs] * self.dense_scale[row]
+        slots[docs] = np.arange(len(docs), dtype=np.int32)
+        out = self.lookup(term, docs, slots)
+        slots[docs] = -1
+        return out
+
+    def exact(self, terms: np.ndarray, docs: np.ndarray, slots: np.ndarray | None = None) -> np.ndarray:
+        """Scores of ``docs`` (sorted, distinct) for ``terms`` (ascending), summed in term order."""
+        if slots is not None:
+            slots[docs] = np.arange(len(docs), dtype=np.int32)
+        scores = np.zeros(len(docs))
+        for t in terms.tolist():
+            scores += self.lookup(t, docs, slots)
+        if slots is not None:
+            slots[docs] = -1
+        return scores
+
+    def _question(self, terms, k, threshold, slots) -> tuple[np.ndarray, np.ndarray]:
+        starts, df = self.indptr[terms], self.indptr[terms + 1] - self.indptr[terms]
+        top = self.top[terms]
+        by_top = np.argsort(top, kind="stable")
+        theta = self._seed_threshold(terms, starts, df, by_top[::-1], k, threshold, slots)
+
+        # non-essential: the smallest maxima whose sum stays below theta
+        cumulative = np.cumsum(top[by_top])
+        n_rest = int(np.count_nonzero(cumulative * (1 + MARGIN) < theta))
+        essential = np.sort(by_top[n_rest:])
+        docs, partial = self._partial(starts[essential], df[essential])
+        # add the non-essential terms' weights (or upper bounds of them), largest maxima first, dropping
+        # documents as soon as even the maxima of the terms still to add cannot lift them to theta
+        for position in range(n_rest, -1, -1):
+            remaining = float(cumulative[position - 1]) if position else 0.0
+            if position < n_rest:
+                partial += self.bound(int(terms[by_top[position]]), docs, slots)
+            keep = partial >= theta / (1 + MARGIN) - remaining
+            docs, partial = docs[keep], partial[keep]
+        if len(docs) > 2 * k:  # score the k best bounds first: their k-th score is a better theta
+            first = np.sort(np.argpartition(-partial, k - 1)[:k])
+            scores = self.exact(terms, docs[first], slots)
+            if int(np.count_nonzero(scores > threshold)) == k:
+                theta = max(theta, float(scores.min()))
+            rest = np.ones(len(docs), dtype=bool)
+            rest[first] = False
+            rest &= partial >= theta / (1 + MARGIN)
+            more = np.flatnonzero(rest)
+            docs = np.concatenate((docs[first], docs[more]))
+            scores = np.concatenate((scores, self.exact(terms, docs[len(first):], slots)))
+            return best_k(docs, scores, k, threshold)
+        return best_k(docs, self.exact(terms, docs, slots), k, threshold)
+
+    def _seed_threshold(self, terms, starts, df, by_top_desc, k, threshold, slots) -> float:
+        """A lower bound on the k-th best score: the k-th best exact score among a few promising documents."""
+        taken = np.minimum(df[by_top_desc], SEED_POSTINGS)
+        budget = np.concatenate(([0], np.cumsum(taken)[:-1]))
+        taken = np.clip(SEED_POSTINGS - budget, 0, taken)
+        docs, partial = self._partial(starts[by_top_desc], taken)
+        if len(docs) < k:
+            return threshold
+        if len(docs) > SEED_DOCS:
+            best = np.argpartition(-partial, SEED_DOCS - 1)[:SEED_DOCS]
+            docs = np.sort(docs[best])
+        scores = self.exact(terms, docs, slots)
+        if int(np.count_nonzero(scores > threshold)) < k:
+            return threshold
+        return max(threshold, float(np.partition(scores, len(scores) - k)[len(scores) - k]))
+
+    def _partial(self, starts, lengths) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct documents of the given posting ranges (sorted) and the sum of their weights there.
+
+        Each range is sorted already, so a stable sort (timsort, which merges runs) is close to linear.
+        """
+        idx = expand(starts, lengths)
+        if len(idx) == 0:
+            return np.zeros(0, dtype=self.docs.dtype), np.zeros(0)
+        docs = self.docs[idx]
+        order = np.argsort(docs, kind="stable")
+        docs = docs[order]
+        first = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
+        # documents keep the postings' dtype: searchsorted would otherwise convert a whole list per call
+        return docs[first], np.add.reduceat(self.weights[idx[order]], first)

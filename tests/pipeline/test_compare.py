@@ -1,0 +1,152 @@
+"""``python -m pipeline.compare``: two logged runs, aligned question by question, judged, recorded, promoted."""
+
+from __future__ import annotations
+
+import shutil
+
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from pipeline.compare import main
+from tests.pipeline.helpers import log_run
+
+
+@pytest.fixture(scope="module")
+def helpdesk_store(tmp_path_factory, empty_store):
+    """Two runs of the same BM25 and one of LSA on the help-desk corpus, in one SQLite store."""
+    folder = tmp_path_factory.mktemp("compare")
+    shutil.copy(empty_store, folder / "mlflow.db")
+    runs = {"first": log_run(folder), "second": log_run(folder), "lsa": log_run(folder, "retriever=lsa")}
+    return folder, runs
+
+
+def compare(folder, *args: str) -> int:
+    return main([*args, "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}"])
+
+
+def comparisons(client: MlflowClient) -> list:
+    experiment = client.get_experiment_by_name("rankscope")
+    return client.search_runs([experiment.experiment_id], "tags.`rankscope.kind` = 'comparison'")
+
+
+def test_two_runs_of_the_same_system_are_indistinguishable_with_an_interval_around_zero(helpdesk_store, capsys):
+    folder, runs = helpdesk_store
+    assert compare(folder, runs["first"], runs["second"]) == 0
+    out = capsys.readouterr().out
+    assert "14 questions in common; only in the baseline: none; only in the candidate: none" in out
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    (recorded,) = [r for r in comparisons(client)
+                   if r.data.tags["rankscope.compare.candidate"] == runs["second"]]
+    assert recorded.data.tags["rankscope.compare.baseline"] == runs["first"]
+    local = client.download_artifacts(recorded.info.run_id, "comparison.json", str(folder))
+    table = pd.read_json(local, orient="split")
+    assert len(table) == 10 and set(table["verdict"]) == {"indistinguishable"}
+    assert (table["ci_low"] <= 0).all() and (table["ci_high"] >= 0).all() and (table["difference"] == 0).all()
+    assert recorded.data.metrics["ndcg_at_5/difference"] == 0 and recorded.data.metrics["questions/common"] == 14
+
+
+def test_the_same_comparison_is_recorded_once(helpdesk_store):
+    folder, runs = helpdesk_store
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    assert compare(folder, runs["first"], runs["lsa"], "--metrics", "ndcg@5,mrr") == 0
+    before = len(comparisons(client))
+    assert compare(folder, runs["first"], runs["lsa"], "--metrics", "ndcg@5,mrr") == 0
+    assert len(comparisons(client)) == before
+    assert compare(folder, runs["first"], runs["lsa"], "--metrics", "ndcg@5,mrr", "--seed", "1") == 0
+    assert len(comparisons(client)) == before + 1  # other settings: another comparison
+
+
+def test_selectors_name_runs_by_name_tag_best_and_latest(helpdesk_store, capsys):
+    folder, runs = helpdesk_store
+    assert compare(folder, "best:ndcg_at_5", "latest", "--no-record") == 0
+    out = capsys.readouterr().out
+    baseline_line, candidate_line = out.splitlines()[:2]
+    assert runs["first"] in baseline_line  # BM25 ties with itself; the earlier run wins the tie
+    assert runs["lsa"] in candidate_line and "LSA" in candidate_line
+    assert compare(folder, "name:BM25", "LSA", "--no-record") == 0
+    assert runs["second"] in capsys.readouterr().out.splitlines()[0]  # the most recent run of that name
+    assert compare(folder, "tag:nobody=here", "LSA") == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "rankscope compare: no finished run matches 'tag:nobody=here' in experiment 'rankscope'"
+
+
+def test_promote_moves_the_baseline_tag_and_keeps_the_history(helpdesk_store, capsys):
+    folder, runs = helpdesk_store
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    client.set_tag(runs["first"], "baseline", "true")
+    assert compare(folder, "tag:baseline=true", runs["second"], "--promote") == 0
+    assert f"Promoted BM25 (run {runs['second']}) to baseline (baseline=true); previous baseline: {runs['first']}" \
+        in capsys.readouterr().out
+    old, new = client.get_run(runs["first"]).data.tags, client.get_run(runs["second"]).data.tags
+    assert "baseline" not in old and old["baseline/previous"] == "true"
+    assert old["baseline/replaced_by"] == runs["second"] and old["baseline/until"]
+    assert new["baseline"] == "true" and new["baseline/replaces"] == runs["first"] and new["baseline/since"]
+    promoted = [r for r in comparisons(client) if r.data.tags.get("rankscope.compare.promoted") == "true"]
+    assert [r.data.tags["rankscope.compare.candidate"] for r in promoted] == [runs["second"]]
+
+
+def test_a_candidate_worse_on_some_metric_is_not_promoted_unless_forced(tmp_path, empty_store, capsys):
+    shutil.copy(empty_store, tmp_path / "mlflow.db")
+    good = log_run(tmp_path)
+    bad = log_run(tmp_path, "text.pattern='[xz]+'")  # hardly a term left: nothing relevant is found
+    capsys.readouterr()
+    assert compare(tmp_path, good, bad, "--promote", "--metrics", "recall@5") == 1
+    assert "not promoted: the candidate is worse on recall@5" in capsys.readouterr().err
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert "baseline" not in client.get_run(bad).data.tags
+    assert compare(tmp_path, good, bad, "--promote", "--force", "--metrics", "recall@5") == 0
+    assert client.get_run(bad).data.tags["baseline"] == "true"
+
+
+@pytest.fixture
+def other_judgments(tmp_path, shared_datasets):
+    """The help-desk corpus with one judgment removed: same documents, different judgments."""
+    folder = tmp_path / "helpdesk-edited"
+    shutil.copytree(shared_datasets / "helpdesk", folder)
+    qrels = folder / "qrels" / "test.tsv"
+    lines = qrels.read_text().splitlines()
+    qrels.write_text("\n".join(lines[:-1]) + "\n")
+    return folder
+
+
+def test_runs_on_different_judgments_are_refused_unless_allowed(tmp_path, empty_store, other_judgments, capsys):
+    shutil.copy(empty_store, tmp_path / "mlflow.db")
+    a = log_run(tmp_path, "corpus=beir", f"corpus.path={other_judgments}")
+    b = log_run(tmp_path)
+    capsys.readouterr()
+    assert compare(tmp_path, a, b) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("rankscope compare: refusing to compare BM25 with BM25: different corpus or judgments")
+    assert "--allow-different-corpus" in line
+    assert compare(tmp_path, a, b, "--allow-different-corpus", "--no-record") == 0
+    assert "WARNING: different corpus or judgments" in capsys.readouterr().out
+
+
+def test_runs_with_different_evaluation_settings_are_refused(tmp_path, empty_store, capsys):
+    shutil.copy(empty_store, tmp_path / "mlflow.db")
+    a, b = log_run(tmp_path), log_run(tmp_path, "metrics.gain=exponential")
+    capsys.readouterr()
+    assert compare(tmp_path, a, b) == 2
+    assert "different metrics.gain: baseline linear, candidate exponential" in capsys.readouterr().err
+
+
+def test_a_missing_store_or_run_is_a_usage_error(tmp_path, capsys):
+    assert main(["a", "b", "--tracking-uri", f"sqlite:///{tmp_path / 'none.db'}"]) == 2
+    assert "no MLflow store at" in capsys.readouterr().err
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_bm25_against_a_degraded_bm25_on_scifact_is_worse(tmp_path, empty_store, shared_datasets, capsys):
+    shutil.copy(empty_store, tmp_path / "mlflow.db")
+    bm25 = log_run(tmp_path, "corpus=scifact", "metrics=beir")
+    degraded = log_run(tmp_path, "corpus=scifact", "metrics=beir", "retriever.k1=0", "retriever.b=0")
+    capsys.readouterr()
+    assert compare(tmp_path, bm25, degraded) == 0
+    out = capsys.readouterr().out
+    print(out)
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("ndcg@10 ", "mrr "))}
+    assert rows["ndcg@10"][-1] == "worse" and rows["mrr"][-1] == "worse"
+    difference, high = float(rows["ndcg@10"][3]), float(rows["ndcg@10"][5].rstrip("]"))
+    assert difference < high < 0
+    assert "300 questions in common" in out

@@ -1,0 +1,115 @@
+"""A job's record: written before logging, logged exactly once however often it is published or synced."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from pipeline.identity import TAG_CODE_VERSION, TAG_CONFIG_DIGEST, config_digest
+from pipeline.job import PER_QUESTION_TABLE
+from pipeline.record import JobRecord, TrackingUnavailable, pending_records, publish, read_table, save_table
+from pipeline.sync import main as sync_main
+from pipeline.tracking import TAG_CORPUS_DIGEST, TAG_KIND, Tracker, open_experiment
+
+
+@pytest.fixture
+def store(tmp_path, empty_store):
+    shutil.copy(empty_store, tmp_path / "mlflow.db")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, experiment_id = open_experiment(uri, "rankscope")
+    return tmp_path, uri, client, experiment_id
+
+
+def make_record(folder, uri, experiment_id, parent=None, digest="c1", name="BM25") -> JobRecord:
+    folder.mkdir(parents=True, exist_ok=True)
+    table = pd.DataFrame({"query_id": ["q1", "q2"], "question": ["a", "b"], "ndcg@5": [1.0, 0.5],
+                          "first_relevant_rank": pd.array([1, None], dtype="Int64")})
+    (folder / "run.trec").write_text("q1 Q0 d1 1 1.0 BM25\n")
+    record = JobRecord.new(run_name=name, experiment_id=experiment_id, parent_run_id=parent, tracking_uri=uri,
+                           tags={TAG_KIND: "job" if parent else "run", TAG_CONFIG_DIGEST: digest,
+                                 TAG_CORPUS_DIGEST: "corpus", TAG_CODE_VERSION: "v1"},
+                           params={"retriever.k1": 1.2, "metrics.k": [3, 5],
+                                   "tracking.uri": "http://alice:s3cret@host:5000"},
+                           metrics={"ndcg_at_5": 0.75}, table=PER_QUESTION_TABLE,
+                           table_dtypes=save_table(table, folder / PER_QUESTION_TABLE), files=["run.trec"])
+    record.save(folder)
+    return record
+
+
+def active(client, experiment_id) -> list:
+    return client.search_runs([experiment_id])
+
+
+def test_the_record_on_disk_holds_no_secret_and_reads_back_exactly(store):
+    folder, uri, _, experiment_id = store
+    record = make_record(folder / "job", uri, experiment_id)
+    text = (folder / "job" / "record.json").read_text()
+    assert "s3cret" not in text and json.loads(text)["params"]["metrics.k"] == [3, 5]
+    assert JobRecord.load(folder / "job") == record and record.pending
+    table = read_table(folder / "job" / PER_QUESTION_TABLE, record.table_dtypes)
+    assert table["first_relevant_rank"].tolist()[0] == 1 and pd.isna(table["first_relevant_rank"][1])
+
+
+def test_publishing_twice_logs_one_run(store):
+    folder, uri, client, experiment_id = store
+    record = make_record(folder / "job", uri, experiment_id)
+    first = publish(client, record, folder / "job")
+    again = JobRecord.load(folder / "job")
+    assert again.run_id == first.run_id and not first.reused
+    again.run_id = None  # as if the process died after logging, before marking the record
+    assert publish(client, again, folder / "job").run_id == first.run_id
+    (run,) = active(client, experiment_id)
+    assert run.info.status == "FINISHED" and run.data.metrics == {"ndcg_at_5": 0.75}
+    assert run.data.params["retriever.k1"] == "1.2" and "s3cret" not in run.data.params["tracking.uri"]
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"run.trec", PER_QUESTION_TABLE}
+
+
+def test_a_half_logged_attempt_is_replaced_and_kept_in_the_trash(store):
+    folder, uri, client, experiment_id = store
+    record = make_record(folder / "job", uri, experiment_id)
+    half = Tracker.start(client, experiment_id, "BM25", {"rankscope.record": record.record_id})  # died mid-logging
+    published = publish(client, record, folder / "job")
+    assert [r.info.run_id for r in active(client, experiment_id)] == [published.run_id]
+    trashed = client.get_run(half.run_id)
+    assert trashed.info.lifecycle_stage == "deleted" and trashed.info.status == "FAILED"
+    assert trashed.data.tags["rankscope.superseded_by"] == published.run_id
+
+
+def test_under_a_sweep_the_same_config_corpus_and_code_is_logged_once(store):
+    folder, uri, client, experiment_id = store
+    parent = Tracker.start(client, experiment_id, "sweep", {TAG_KIND: "sweep"}).run_id
+    first = publish(client, make_record(folder / "a", uri, experiment_id, parent), folder / "a")
+    second = publish(client, make_record(folder / "b", uri, experiment_id, parent), folder / "b")
+    assert second.reused and second.run_id == first.run_id  # another record of the same result
+    other = publish(client, make_record(folder / "c", uri, experiment_id, parent, digest="c2"), folder / "c")
+    assert not other.reused and len(active(client, experiment_id)) == 3  # parent + two configs
+
+
+def test_an_unreachable_store_leaves_the_record_pending(store, monkeypatch):
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # MLflow's default retries for minutes
+    folder, uri, _, experiment_id = store
+    record = make_record(folder / "job", uri, experiment_id)
+    with pytest.raises(TrackingUnavailable, match="Connection refused"):
+        publish(MlflowClient("http://127.0.0.1:9"), record, folder / "job")  # the discard port: refused
+    assert JobRecord.load(folder / "job").pending and pending_records(folder) == [(folder / "job", record)]
+
+
+def test_sync_logs_a_single_runs_folder_once(store, capsys):
+    folder, uri, client, experiment_id = store
+    make_record(folder / "outputs" / "run", uri, experiment_id)
+    assert sync_main([str(folder / "outputs" / "run")]) == 0
+    assert "BM25 logged as run" in capsys.readouterr().out
+    assert sync_main([str(folder / "outputs" / "run")]) == 0
+    assert len(active(client, experiment_id)) == 1
+    assert sync_main([str(folder / "nothing-here")]) == 2
+
+
+def test_the_config_digest_ignores_where_results_go():
+    base = {"retriever": {"k1": 1.2}, "corpus": {"name": "x"}, "tracking": {"uri": "a"}, "study": "s"}
+    moved = {**base, "tracking": {"uri": "b"}, "study": "t", "tags": {"schedule": "nightly"}, "gate": {"x": 1}}
+    assert config_digest(base) == config_digest(moved)
+    assert config_digest(base) != config_digest({**base, "retriever": {"k1": 0.9}})

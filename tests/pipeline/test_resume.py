@@ -1,0 +1,151 @@
+"""Sweeps that lose nothing: killed and re-run, or cut off from the tracking server and synced afterwards, every
+job ends up in MLflow exactly once."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from pipeline.record import JobRecord
+from pipeline.server import ServerSettings, tracking_server
+from tests.pipeline.helpers import cli_env, run_pipeline
+
+K1 = ["0.3", "0.6", "0.9", "1.2"]
+
+
+def wait_until_logged(folder: Path, process: subprocess.Popen, timeout: float = 600) -> None:
+    """Until the job in ``folder`` has logged its run (its record carries the run id)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        record = JobRecord.load(folder) if (folder / "record.json").is_file() else None
+        if record is not None and record.run_id:
+            return
+        if process.poll() is not None:
+            pytest.fail(f"the sweep ended before {folder.name} was logged: {process.returncode}")
+        time.sleep(0.05)
+    pytest.fail(f"job {folder.name} not logged within {timeout} s")
+
+
+def sweep_runs(client: MlflowClient) -> tuple[list, list]:
+    """(parents, children) among the active runs of the experiment."""
+    experiment = client.get_experiment_by_name("rankscope")
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    parents = [r for r in runs if r.data.tags.get("rankscope.kind") == "sweep"]
+    children = [r for r in runs if r.data.tags.get("rankscope.kind") == "job"]
+    return parents, children
+
+
+def assert_every_job_once(client: MlflowClient, sweep_dir: Path, k1: list[str]) -> list:
+    parents, children = sweep_runs(client)
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED", [p.info.status for p in parents]
+    assert all(c.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for c in children)
+    assert sorted(c.data.params["retriever.k1"] for c in children) == k1  # each job once
+    assert all(c.info.status == "FINISHED" for c in children)
+    assert len({c.data.tags["rankscope.config_digest"] for c in children}) == len(k1)
+    for job in range(len(k1)):  # every job's record names the run that holds it, with the same metrics
+        record = JobRecord.load(sweep_dir / str(job))
+        (run,) = [c for c in children if c.info.run_id == record.run_id]
+        assert run.data.metrics == pytest.approx({k: v for k, v in record.metrics.items() if v == v})
+    return children
+
+
+def test_a_sweep_killed_after_its_second_job_resumes_and_logs_every_job_exactly_once(launch_dir):
+    sweep_dir = launch_dir / "sweep"
+    args = ["-m", f"retriever.k1={','.join(K1)}", f"hydra.sweep.dir={sweep_dir}"]
+    with (launch_dir / "first.log").open("w") as log:
+        process = subprocess.Popen([sys.executable, "-m", "pipeline", *args], cwd=launch_dir,
+                                   env=cli_env(launch_dir), stdout=log, stderr=subprocess.STDOUT)
+        wait_until_logged(sweep_dir / "1", process)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) != 0
+    client = MlflowClient(f"sqlite:///{launch_dir / 'mlflow.db'}")
+    _, before = sweep_runs(client)
+    done_before = {c.info.run_id for c in before if c.info.status == "FINISHED"}
+    assert len(done_before) in (2, 3)  # the third job may have finished before the signal arrived
+
+    again = run_pipeline(launch_dir, *args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "resuming the sweep in" in again.stdout
+    assert again.stdout.count("already logged as run") == len(done_before)
+    children = assert_every_job_once(client, sweep_dir, K1)
+    assert done_before <= {c.info.run_id for c in children}  # the jobs done before were not run again
+
+
+@pytest.mark.slow
+def test_a_server_stopped_mid_sweep_then_sync_logs_every_result_exactly_once(tmp_path, shared_datasets):
+    """SciFact jobs (seconds each) so the server is surely down before the last two jobs log."""
+    settings = ServerSettings(backend_store_uri=f"sqlite:///{tmp_path / 'server.db'}",
+                              artifacts_destination=str(tmp_path / "artifacts"), workers=1)
+    env = {**cli_env(tmp_path), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+    sweep_dir = tmp_path / "sweep"
+    with tracking_server(settings) as server:
+        settings = replace(settings, port=server.port)  # to restart it on the same port
+        args = ["-m", "corpus=beir", f"corpus.path={shared_datasets / 'scifact'}", "metrics=beir",
+                f"retriever.k1={','.join(K1)}", f"hydra.sweep.dir={sweep_dir}", "tracking=server",
+                f"tracking.uri={server.uri}"]
+        log = (tmp_path / "sweep.log").open("w")
+        process = subprocess.Popen([sys.executable, "-m", "pipeline", *args], cwd=tmp_path, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT)
+        wait_until_logged(sweep_dir / "1", process)
+    assert process.wait(timeout=900) == 1
+    log.close()
+    output = (tmp_path / "sweep.log").read_text()
+    assert "but not logged: the tracking store" in output and f"python -m pipeline.sync {sweep_dir}" in output
+    assert "Traceback" not in output
+    unlogged = [job for job in range(len(K1)) if JobRecord.load(sweep_dir / str(job)).pending]
+    assert unlogged and 0 not in unlogged and 1 not in unlogged  # computed, saved, waiting
+
+    with tracking_server(settings) as server:
+        sync = [sys.executable, "-m", "pipeline.sync", str(sweep_dir)]
+        done = subprocess.run(sync, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert done.stdout.count("logged as run") == len(unlogged)
+        client = MlflowClient(server.uri)
+        assert_every_job_once(client, sweep_dir, K1)
+        (parent,), _ = sweep_runs(client)
+        assert parent.data.metrics["jobs/finished"] == len(K1) and parent.data.metrics["jobs/not_logged"] == 0
+        again = subprocess.run(sync, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert again.returncode == 0 and "is complete" in again.stdout
+        assert_every_job_once(client, sweep_dir, K1)
+
+
+def test_a_result_computed_while_the_store_was_down_is_logged_by_the_next_attempt_without_recomputing(
+        launch_dir, monkeypatch, capsys):
+    """The resume path: the job's folder holds a pending record; the next run of the job logs it as it is."""
+    from hydra import compose, initialize_config_dir
+
+    import pipeline.cli
+    from pipeline.context import JobContext, SweepHandle
+    from pipeline.runner import run_job
+    from pipeline.tracking import Tracker, open_experiment
+
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    uri = f"sqlite:///{launch_dir / 'mlflow.db'}"
+    client, experiment_id = open_experiment(uri, "rankscope")
+    parent = Tracker.start(client, experiment_id, "sweep", {"rankscope.kind": "sweep"})
+    sweep_dir = launch_dir / "sweep"
+    SweepHandle(experiment_id, parent.run_id, []).write(sweep_dir)
+    ctx = JobContext(launch_dir=launch_dir, output_dir=sweep_dir / "0", sweep_dir=sweep_dir)
+
+    def job(tracking_uri: str):
+        with initialize_config_dir(config_dir=str(pipeline.cli.CONF_DIR), version_base="1.3"):
+            cfg = compose("config", overrides=[f"tracking.uri={tracking_uri}", f"cache.dir={launch_dir / 'cache'}"])
+        return run_job(cfg, ctx)
+
+    assert job("http://127.0.0.1:9") is None  # nothing answers on the discard port
+    assert "results saved in" in capsys.readouterr().err
+    pending = JobRecord.load(sweep_dir / "0")
+    assert pending.pending and pending.metrics["ndcg_at_5"] == pytest.approx(0.691, abs=5e-4)
+    run_id = job(uri)
+    assert "logged the results computed earlier" in capsys.readouterr().out
+    run = client.get_run(run_id)
+    assert run.data.tags["rankscope.record"] == pending.record_id  # the saved record, not a new computation
+    assert run.data.tags["mlflow.parentRunId"] == parent.run_id and run.info.status == "FINISHED"
+    assert job(uri) == run_id and "already logged as run" in capsys.readouterr().out

@@ -1,0 +1,145 @@
+"""Exact top-k: score descending, ties by document position ascending, nothing at or below the threshold.
+
+Every fast path (dense rows, sparse rows, MaxScore over posting lists) must agree with a plain sort.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from metrics.run import PAD
+from retrievers import maxscore
+from retrievers.maxscore import Postings, expand
+from retrievers.topk import top_k_dense, top_k_sparse
+
+
+def by_sorting(scores: np.ndarray, k: int, threshold: float | None) -> tuple[list[list[int]], list[list[float]]]:
+    """The specification: sort each row's (-score, position) pairs and keep the first k above the threshold."""
+    docs, values = [], []
+    for row in scores:
+        ranked = sorted((-s, j) for j, s in enumerate(row.tolist()) if threshold is None or s > threshold)[:k]
+        docs.append([j for _, j in ranked])
+        values.append([-s for s, _ in ranked])
+    return docs, values
+
+
+def as_lists(docs: np.ndarray, scores: np.ndarray) -> tuple[list[list[int]], list[list[float]]]:
+    keep = docs != PAD
+    assert np.all(np.isnan(scores[~keep])), "padding carries NaN scores"
+    return [d[m].tolist() for d, m in zip(docs, keep)], [s[m].tolist() for s, m in zip(scores, keep)]
+
+
+def postings_top_k(matrix: np.ndarray, questions: np.ndarray, k: int, threshold: float):
+    """Top k of questions @ matrix via MaxScore; also the dense product it must agree with."""
+    index = Postings.build(sp.csr_matrix(matrix))
+    found = index.top_k(sp.csr_matrix(questions), k, threshold)
+    dense = (sp.csr_matrix(questions) @ sp.csr_matrix(matrix)).toarray()
+    return found, dense
+
+
+CRAFTED = np.array([
+    [0.5, 2.0, 0.5, 2.0, 0.0, 1.0],   # ties at the top and in the middle
+    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0],   # nothing above the threshold: an empty ranking
+    [1e-9, 2e-9, 1e-9, 0.0, 3.0, 3.0],  # exactly 1e-9 is not a result, 2e-9 is
+    [7.0, 7.0, 7.0, 7.0, 7.0, 7.0],   # all tied: positions in order
+])
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 6, 10])
+def test_dense_ties_go_to_the_lower_position_and_the_threshold_is_strict(k):
+    docs, scores = top_k_dense(CRAFTED, k, 1e-9)
+    assert as_lists(docs, scores) == by_sorting(CRAFTED, k, 1e-9)
+    assert docs.shape == (4, min(k, 6))
+    for sparse in (False, True):
+        docs, scores = (top_k_sparse(sp.csr_matrix(CRAFTED), k, 1e-9) if sparse else top_k_dense(CRAFTED, k, 1e-9))
+        assert as_lists(docs, scores)[0][0] == [1, 3, 5, 0, 2][:k]
+
+
+def test_crafted_rankings_spelled_out():
+    docs, _ = top_k_dense(CRAFTED, 6, 1e-9)
+    assert as_lists(docs, _)[0] == [[1, 3, 5, 0, 2], [], [4, 5, 1], [0, 1, 2, 3, 4, 5]]
+    docs, _ = top_k_sparse(sp.csr_matrix(CRAFTED), 6, 1e-9)
+    assert as_lists(docs, _)[0] == [[1, 3, 5, 0, 2], [], [4, 5, 1], [0, 1, 2, 3, 4, 5]]
+
+
+def test_without_threshold_every_dense_cell_ranks_including_negative_and_minus_infinity():
+    scores = np.array([[-1.0, -np.inf, 0.0, -1.0]])
+    docs, values = top_k_dense(scores, 4, None)
+    assert docs.tolist() == [[2, 0, 3, 1]]
+    docs, values = top_k_dense(scores, 4, -np.inf)  # a floor of -inf drops only -inf cells
+    assert as_lists(docs, values)[0] == [[2, 0, 3]]
+
+
+def test_sparse_rows_never_return_absent_entries():
+    matrix = sp.csr_matrix(np.array([[0.0, 3.0, 0.0], [0.0, 0.0, 0.0]]))
+    docs, scores = top_k_sparse(matrix, 3, None)
+    assert as_lists(docs, scores) == ([[1], []], [[3.0], []])
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("k", [1, 5, 40])
+def test_dense_and_sparse_paths_equal_a_plain_sort_with_many_ties(seed, k):
+    rng = np.random.default_rng(seed)
+    scores = rng.choice([0.0, 0.25, 0.5, 1.0, 1.5], size=(25, 60), p=[0.5, 0.2, 0.15, 0.1, 0.05])
+    for threshold in (1e-9, 0.5, None):
+        assert as_lists(*top_k_dense(scores, k, threshold)) == by_sorting(scores, k, threshold)
+        expected = by_sorting(scores, k, threshold if threshold is not None else 0.0)  # zeros are absent
+        assert as_lists(*top_k_sparse(sp.csr_matrix(scores), k, threshold)) == expected
+
+
+def test_expand_concatenates_ranges():
+    assert expand(np.array([5, 0, 9]), np.array([2, 0, 3])).tolist() == [5, 6, 9, 10, 11]
+    assert expand(np.array([], dtype=np.int64), np.array([], dtype=np.int64)).tolist() == []
+
+
+def test_maxscore_crafted_ties_and_threshold():
+    # terms x documents: documents 1 and 3 tie on term 0; term 2 alone lifts document 4
+    matrix = np.array([
+        [0.0, 1.0, 0.0, 1.0, 0.0],
+        [0.5, 0.5, 0.5, 0.5, 0.0],
+        [0.0, 0.0, 0.0, 0.0, 3.0],
+        [1e-9, 0.0, 0.0, 0.0, 0.0],
+    ])
+    questions = np.array([[1, 1, 0, 0], [0, 0, 0, 1], [1, 1, 1, 1], [0, 0, 0, 0]])
+    (docs, scores), dense = postings_top_k(matrix, questions, 3, 1e-9)
+    assert as_lists(docs, scores)[0] == [[1, 3, 0], [], [4, 1, 3], []]
+    assert as_lists(docs, scores) == by_sorting(dense, 3, 1e-9)
+
+
+@pytest.fixture(params=["defaults", "tiny seed", "always search", "always scan", "no 8-bit bounds",
+                        "8-bit bounds for every term"])
+def maxscore_settings(request, monkeypatch):
+    """Run the MaxScore tests under settings that force each of its branches."""
+    if request.param == "tiny seed":
+        monkeypatch.setattr(maxscore, "SEED_POSTINGS", 3)
+        monkeypatch.setattr(maxscore, "SEED_DOCS", 2)
+    elif request.param == "always search":
+        monkeypatch.setattr(maxscore, "SCAN_RATIO", 0)
+    elif request.param == "always scan":
+        monkeypatch.setattr(maxscore, "SCAN_RATIO", 10**9)
+    elif request.param == "no 8-bit bounds":
+        monkeypatch.setattr(maxscore, "DENSE_SHARE", 0)
+    elif request.param == "8-bit bounds for every term":
+        monkeypatch.setattr(maxscore, "DENSE_SHARE", 10**9)
+    return request.param
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_maxscore_equals_a_plain_sort_of_the_full_product(seed, maxscore_settings):
+    rng = np.random.default_rng(seed)
+    n_terms, n_docs = 40, 300
+    # Zipf-like document frequencies and a handful of distinct weights: many exact ties
+    df = np.maximum(1, (n_docs / np.arange(1, n_terms + 1) ** 0.9).astype(int))
+    matrix = np.zeros((n_terms, n_docs))
+    for t in range(n_terms):
+        docs = rng.choice(n_docs, df[t], replace=False)
+        matrix[t, docs] = rng.choice([0.125, 0.25, 0.5, 1.0], df[t]) * (1 + t / 8)
+    questions = (rng.random((30, n_terms)) < 0.15).astype(float)
+    questions[0] = 0.0  # a question without known terms
+    questions[1, :] = 0.0
+    questions[1, 0] = 1.0  # only the most frequent term: hundreds of tied candidates
+    for k in (1, 10, 100, 400):
+        (docs, scores), dense = postings_top_k(matrix, questions, k, 1e-9)
+        assert as_lists(docs, scores) == by_sorting(dense, k, 1e-9), k
