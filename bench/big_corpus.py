@@ -6,10 +6,10 @@ checked against ``--budget`` (8 GiB by default; the script exits 1 above it). Qu
 pipeline's chunking (``pipeline.chunked``: 1,024 questions at a time, and BM25 ranks 256 at a time inside each),
 so ranking memory depends on the chunk, not on how many questions there are.
 
-The corpus is seeded and synthetic: words drawn from a Zipf distribution (exponent 1.07, 200,000 words), document
-lengths log-normal around 60 words, questions of 3 to 10 words from the same distribution. Frequent words
-appear in most documents, as in real text, so most questions match most of the corpus: the hard case for
-memory.
+The corpus is the bench's seeded synthetic one (``bench.corpus.synthetic``): words drawn from a Zipf
+distribution (exponent 1.07, 200,000 words), document lengths log-normal around 60 words, questions of 3 to 10
+words from the same distribution. Frequent words appear in most documents, as in real text, so most questions
+match most of the corpus: the hard case for memory.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import os
 import resource
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -33,34 +33,15 @@ if str(REPO) not in sys.path:
 GIB = 2**30
 
 
-@dataclass(frozen=True)
-class Corpus:
-    doc_ids: list[str]
-    doc_texts: list[str]
-    query_ids: list[str]
-    query_texts: list[str]
-
-
-def zipf_corpus(n_docs: int, n_questions: int, seed: int = 0, vocabulary: int = 200_000, exponent: float = 1.07,
-                mean_length: float = 60.0) -> Corpus:
-    """Seeded Zipf texts; words are ``x`` + base-36 numbers (no stop word starts with x), ids zero-padded."""
-    rng = np.random.default_rng(seed)
-    words = np.array(["x" + np.base_repr(i, 36).lower() for i in range(vocabulary)], dtype=object)
-    weights = 1.0 / np.arange(1, vocabulary + 1) ** exponent
-    cdf = np.cumsum(weights / weights.sum())
-    sigma = 0.6
-    lengths = np.clip(rng.lognormal(np.log(mean_length) - sigma**2 / 2, sigma, n_docs), 3, 1000).astype(np.int64)
-    question_lengths = rng.integers(3, 11, n_questions)
-
-    def texts(counts: np.ndarray) -> list[str]:
-        drawn = np.minimum(np.searchsorted(cdf, rng.random(int(counts.sum())), side="right"), vocabulary - 1)
-        tokens = words[drawn.astype(np.int32)]
-        ends = np.cumsum(counts)
-        return [" ".join(tokens[a:b]) for a, b in zip((ends - counts).tolist(), ends.tolist())]
-
-    width = len(str(max(n_docs, n_questions)))
-    return Corpus([f"d{i:0{width}d}" for i in range(n_docs)], texts(lengths),
-                  [f"q{i:0{width}d}" for i in range(n_questions)], texts(question_lengths))
+def structure_bytes(*parts: object) -> int:
+    """Bytes of the numpy arrays that make up an index: sparse matrices, or objects holding arrays."""
+    total = 0
+    for part in parts:
+        if sp.issparse(part):
+            total += part.data.nbytes + part.indices.nbytes + part.indptr.nbytes
+        elif part is not None:
+            total += sum(v.nbytes for v in vars(part).values() if isinstance(v, np.ndarray))
+    return total
 
 
 def resident() -> int:
@@ -97,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write the table to this file")
     args = parser.parse_args(argv)
 
+    from bench.corpus import synthetic
     from pipeline.chunked import rank_in_chunks
     from retrievers import BM25
 
@@ -112,15 +94,14 @@ def main(argv: list[str] | None = None) -> int:
 
     reset_stage_peak()
     start = time.perf_counter()
-    corpus = zipf_corpus(args.docs, args.questions)
+    corpus = synthetic(args.docs, args.questions)
     record("generate corpus", start)
     before_index = rows[-1][2]
 
     start = time.perf_counter()
     bm25 = BM25().index(corpus)
     record("index (tokenise + BM25 weights)", start)
-    index_bytes = sum(m.data.nbytes + m.indices.nbytes + m.indptr.nbytes
-                      for m in (bm25._by_term, bm25._terms.counts))
+    index_bytes = structure_bytes(getattr(bm25, "_by_term", None), getattr(bm25, "_postings", None))
     index_growth = rows[-1][2] - before_index
 
     start = time.perf_counter()
@@ -138,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---:|---:|---:|",
         *[f"| {stage} | {seconds:.1f} | {now / GIB:.2f} | {top / GIB:.2f} |" for stage, seconds, now, top in rows],
         "",
-        f"- index structures (BM25 weights + term counts, sparse): {index_bytes / args.docs:.0f} bytes per document; "
+        f"- index structures (BM25's weights and postings): {index_bytes / args.docs:.0f} bytes per document; "
         f"resident growth while indexing: {index_growth / args.docs:.0f} bytes per document",
         f"- ranking: {args.questions / ranked:.0f} questions/s; {answered:,} questions with at least one result",
         f"- peak resident memory: {worst / GIB:.2f} GiB (budget {args.budget_gib:g} GiB)",

@@ -9,7 +9,7 @@ with or without bars.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -47,29 +47,6 @@ def ticker(total: float | None, desc: str, unit: str = "it",
         yield progress.update
     finally:
         progress.close()
-
-
-class Ticking(Sequence[T]):
-    """A sequence that advances a bar as it is iterated: documents ticking by while they are tokenised.
-
-    Indexing (``docs[i]``) and ``len`` pass straight through, so any retriever can read it like the list it wraps.
-    """
-
-    def __init__(self, items: Sequence[T], desc: str, unit: str):
-        self._items, self._desc, self._unit = items, desc, unit
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __getitem__(self, index):  # type: ignore[override]
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[T]:
-        with ticker(len(self._items), self._desc, self._unit, unit_scale=True) as tick:
-            for number, item in enumerate(self._items, 1):
-                yield item
-                if number % 1024 == 0:
-                    tick(1024)
 
 
 def iterate(items: Iterable[T], total: float | None, desc: str, unit: str) -> Iterator[T]:

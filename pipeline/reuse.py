@@ -26,7 +26,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from metrics.errors import InputError
 from metrics.run import Run
-from pipeline import progress
 from pipeline.beir import find_corpus_file
 from pipeline.build import load_collection, plain, resolve_path
 from pipeline.collection import Collection
@@ -146,12 +145,10 @@ class JobReuse:
         return collection
 
     def documents(self, collection: Collection):
-        """What retrievers index: the corpus through the term-count cache (when enabled), ticking a bar as it is
-        tokenised."""
-        texts = progress.Ticking(collection.doc_texts, f"tokenising {collection.name}", "doc")
+        """What retrievers index: the corpus through the term-count cache (when enabled)."""
         if self.term_cache is None:
-            return _Docs(collection.doc_ids, texts)
-        return CachedDocuments(collection.doc_ids, texts, collection.corpus_digest, self.term_cache)
+            return collection
+        return CachedDocuments(collection.doc_ids, collection.doc_texts, collection.corpus_digest, self.term_cache)
 
     # -- rankings ----------------------------------------------------------------------------------------------
 
@@ -181,12 +178,6 @@ class JobReuse:
             key = self._run_key(child, collection)
             wrapped.append(component if key is None else SharedRanking(component, key))
         retriever.components = wrapped
-
-
-@dataclasses.dataclass
-class _Docs:
-    doc_ids: Sequence[str]
-    doc_texts: Sequence[str]
 
 
 def _lookup(key: str, depth: int, name: str) -> Run | None:
