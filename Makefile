@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune,cluster,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune]'
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -21,6 +21,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune,cluster,ray]'  # the launcher tests' plugins
 	$(BIN)/python -m pytest -q -m slow
 
 lint: $(STAMP)
