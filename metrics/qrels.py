@@ -58,3 +58,36 @@ class Qrels:
         for i in order:
             h.update(f"{self.query_ids[i]}\t{self.doc_ids[i]}\t{self.grades[i]}\n".encode())
         return h.hexdigest()[:16]
+
+
+class QrelsBuilder:
+    """Collects judgments line by line from a file; a repeated (question, document) pair is an error naming
+    both lines. Shared by the TREC and BEIR readers so they report duplicates alike."""
+
+    def __init__(self, path: object) -> None:
+        self.path = path
+        self._first_line: dict[tuple[str, str], int] = {}
+        self._q: list[str] = []
+        self._d: list[str] = []
+        self._g: list[int] = []
+
+    def add(self, query_id: str, doc_id: str, grade: int, line: int) -> None:
+        from metrics.errors import InputError
+
+        key = (query_id, doc_id)
+        if key in self._first_line:
+            raise InputError(f"duplicate judgment for question {query_id} and document {doc_id} "
+                             f"(first on line {self._first_line[key]})", self.path, line)
+        self._first_line[key] = line
+        self._q.append(query_id)
+        self._d.append(doc_id)
+        self._g.append(grade)
+
+    @property
+    def empty(self) -> bool:
+        return not self._q
+
+    def build(self) -> Qrels:
+        return Qrels(np.array(self._q, dtype=object), np.array(self._d, dtype=object),
+                     np.array(self._g, dtype=np.int64))
+

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from metrics.errors import InputError
-from metrics.qrels import Qrels
+from metrics.qrels import Qrels, QrelsBuilder
 from metrics.run import PAD, Run
 
 
@@ -27,8 +27,7 @@ def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
 
 def read_trec_qrels(path: str | Path) -> Qrels:
     """``qid iter docno rel`` lines; a repeated (qid, docno) pair is an error naming both lines."""
-    seen: dict[tuple[str, str], int] = {}
-    q, d, g = [], [], []
+    judgments = QrelsBuilder(path)
     for number, fields in _lines(path):
         if len(fields) != 4:
             raise InputError(f"expected 4 fields 'qid iter docno relevance', found {len(fields)}", path, number)
@@ -36,15 +35,8 @@ def read_trec_qrels(path: str | Path) -> Qrels:
             grade = int(fields[3])
         except ValueError:
             raise InputError(f"relevance {fields[3]!r} is not an integer", path, number) from None
-        key = (fields[0], fields[2])
-        if key in seen:
-            raise InputError(f"duplicate judgment for question {key[0]} and document {key[1]} "
-                             f"(first on line {seen[key]})", path, number)
-        seen[key] = number
-        q.append(fields[0])
-        d.append(fields[2])
-        g.append(grade)
-    return Qrels(np.array(q, dtype=object), np.array(d, dtype=object), np.array(g, dtype=np.int64))
+        judgments.add(fields[0], fields[2], grade, number)
+    return judgments.build()
 
 
 def read_trec_run(path: str | Path, name: str | None = None) -> Run:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from metrics.errors import InputError
-from metrics.qrels import Qrels
+from metrics.qrels import Qrels, QrelsBuilder
 from pipeline import progress
 from pipeline.collection import Collection
 
@@ -70,7 +70,7 @@ def _read_records(path: Path, what: str, notes: list[str]) -> tuple[list[str], l
 
 def read_beir_qrels(path: Path) -> Qrels:
     """``query-id<TAB>corpus-id<TAB>score`` with an optional header line."""
-    q, d, g, seen = [], [], [], {}
+    judgments = QrelsBuilder(path)
     header_allowed = True
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
@@ -89,15 +89,8 @@ def read_beir_qrels(path: Path) -> Qrels:
                 if may_be_header:
                     continue  # the header line ('query-id corpus-id score')
                 raise InputError(f"score {fields[2]!r} is not an integer", path, number) from None
-            key = (fields[0].strip(), fields[1].strip())
-            if key in seen:
-                raise InputError(f"duplicate judgment for question {key[0]} and document {key[1]} "
-                                 f"(first on line {seen[key]})", path, number)
-            seen[key] = number
-            q.append(key[0])
-            d.append(key[1])
-            g.append(grade)
-    return Qrels(np.array(q, dtype=object), np.array(d, dtype=object), np.array(g, dtype=np.int64))
+            judgments.add(fields[0].strip(), fields[1].strip(), grade, number)
+    return judgments.build()
 
 
 def find_corpus_file(folder: Path) -> Path:
