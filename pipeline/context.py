@@ -7,9 +7,10 @@ A file rather than an environment variable, so it also records where the sweep's
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from pipeline.jsonfile import read_json, write_json
 
 HANDOFF_FILE = "mlflow_sweep.json"
 
@@ -35,17 +36,13 @@ class SweepHandle:
     varying: list[str]  # override keys swept over ('retriever', 'retriever.k1', ...): they name the systems
 
     def write(self, sweep_dir: Path) -> Path:
-        sweep_dir.mkdir(parents=True, exist_ok=True)
-        path = sweep_dir / HANDOFF_FILE
-        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
-        return path
+        return write_json(sweep_dir / HANDOFF_FILE, asdict(self))
 
     @classmethod
     def read(cls, sweep_dir: Path) -> SweepHandle | None:
-        path = sweep_dir / HANDOFF_FILE
-        if not path.is_file():
+        data = read_json(sweep_dir / HANDOFF_FILE)
+        if data is None:
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
         return cls(str(data["experiment_id"]), str(data["parent_run_id"]), list(data["varying"]))
 
 

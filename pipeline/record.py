@@ -11,7 +11,6 @@ are soft-deleted (kept in MLflow's trash, tagged with the run that superseded th
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import re
 import time
@@ -26,6 +25,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Run
 
 from pipeline.identity import TAG_CONFIG_DIGEST, Identity
+from pipeline.jsonfile import read_json, write_json
 from pipeline.redact import one_line, redact_text, redact_tree, redact_value
 from pipeline.tracking import TAG_KIND, Tracker, redacted_frame
 
@@ -81,20 +81,12 @@ class JobRecord:
 
     def save(self, folder: Path) -> Path:
         """Write atomically (a kill mid-write never leaves half a record)."""
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / RECORD_FILE
-        temporary = path.with_suffix(f".tmp-{os.getpid()}")
-        temporary.write_text(json.dumps(asdict(self), indent=1, default=str) + "\n", encoding="utf-8")
-        temporary.replace(path)
-        return path
+        return write_json(folder / RECORD_FILE, asdict(self), indent=1)
 
     @classmethod
     def load(cls, folder: Path) -> JobRecord | None:
-        path = folder / RECORD_FILE
-        if not path.is_file():
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != FORMAT:
+        data = read_json(folder / RECORD_FILE)
+        if data is None or data.get("format") != FORMAT:
             return None
         return cls(**data)
 
