@@ -61,8 +61,7 @@ def compute(judged: Judged, metrics: Sequence[MetricSpec], settings: EvalSetting
             out[spec.name] = ranking.r_precision(rel, n_rel)
         elif spec.measure == "ndcg":
             if gain is None:
-                gain = ranking.gains(np.where(judged.judged, judged.grades, 0), settings.gain)
-                ideal = ranking.gains(judged.judged_grades, settings.gain)
+                gain, ideal = judged.gains(settings.gain)
             out[spec.name] = ranking.ndcg(gain, ideal, spec.k)
         else:  # pragma: no cover - parse_metric rejects unknown measures
             raise ValueError(spec.measure)
@@ -101,8 +100,7 @@ def evaluate(
     rel = judged.relevant(settings.level)
     first = pd.Series(ranking.first_relevant_rank(rel), index=per_query.index, name="first_relevant_rank")
     counts = pd.DataFrame(
-        {"num_ret": judged.retrieved.sum(axis=1), "num_rel": judged.n_relevant(settings.level),
-         "num_rel_ret": rel.sum(axis=1)},
+        {"num_ret": judged.lengths, "num_rel": judged.n_relevant(settings.level), "num_rel_ret": rel.count()},
         index=per_query.index,
     )
     return Evaluation(per_query, list(specs), settings, without, missing, first, counts)

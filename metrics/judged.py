@@ -2,40 +2,46 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
+from metrics import ranking
 from metrics.qrels import Qrels
+from metrics.ranking import Hits
 from metrics.run import PAD, Run
 
 
 @dataclass(frozen=True)
 class Judged:
-    """Per question (rows) and rank (columns): the judged grade of each retrieved document.
+    """What a run retrieved for each question (rows), as far as the judgments know it.
 
-    ``grades`` is 0 where a document is unjudged or the ranking has ended (``retrieved`` False);
-    ``judged_grades`` holds every judgment of the question, sorted descending (the ideal ordering), padded
-    with 0; ``n_judged`` counts those judgments. A negative grade (TREC's -1: in the pool, not judged) is
-    never relevant, whatever the level, and gains nothing, as in trec_eval.
+    ``hits`` lists every retrieved document that is judged, by question and rank, valued with its grade;
+    ``lengths`` counts each question's retrieved documents; ``ideal`` holds every judgment of each question
+    best first (the ideal ordering for nDCG), as ``hits`` at ranks 1, 2, ...; ``n_judged`` counts them. A
+    negative grade (TREC's -1: in the pool, not judged) is never relevant, whatever the level, and gains
+    nothing, as in trec_eval.
     """
 
     query_ids: list[str]
-    grades: np.ndarray
-    judged: np.ndarray
-    retrieved: np.ndarray
-    judged_grades: np.ndarray
+    hits: Hits
+    lengths: np.ndarray
+    ideal: Hits
     n_judged: np.ndarray
 
-    def relevant(self, level: int = 1) -> np.ndarray:
-        """True where the retrieved document is judged at ``level`` or above (a negative grade never is)."""
-        return self.judged & (self.grades >= max(level, 0))
+    def relevant(self, level: int = 1) -> Hits:
+        """The retrieved documents judged at ``level`` or above (a negative grade never is)."""
+        return self.hits.where(self.hits.values >= max(level, 0))
 
     def n_relevant(self, level: int = 1) -> np.ndarray:
-        """Relevant judgments per question; the padding of ``judged_grades`` is not a judgment, even at level 0."""
-        real = np.arange(self.judged_grades.shape[1]) < self.n_judged[:, None]
-        return (real & (self.judged_grades >= max(level, 0))).sum(axis=1)
+        """Relevant judgments per question, retrieved or not."""
+        return self.ideal.where(self.ideal.values >= max(level, 0)).count()
+
+    def gains(self, kind: str) -> tuple[Hits, Hits]:
+        """The gains of the retrieved documents and of the ideal ordering."""
+        return (replace(self.hits, values=ranking.gains(self.hits.values, kind)),
+                replace(self.ideal, values=ranking.gains(self.ideal.values, kind)))
 
 
 def positions(keys, values) -> np.ndarray:
@@ -46,52 +52,79 @@ def positions(keys, values) -> np.ndarray:
     """
     if len(keys) == 0 or len(values) == 0:
         return np.full(len(values), -1, dtype=np.int64)
-    return pd.Index(keys, dtype=object).get_indexer(pd.Index(values, dtype=object))
+    index = keys if isinstance(keys, pd.Index) else pd.Index(keys, dtype=object)
+    return index.get_indexer(pd.Index(values, dtype=object))
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
+    """Fibonacci hashing of int64 keys into ``2**bits`` slots."""
+    return ((keys.view(np.uint64) * _GOLDEN) >> np.uint64(64 - bits)).view(np.intp)
+
+
+def lookup(keys: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which of ``cells`` are among ``keys`` (unique int64): their positions in ``cells`` and in ``keys``.
+
+    Most retrieved cells are unjudged, so a bit table of the keys' hashes (a one-hash Bloom filter, ~16 slots
+    per key) first discards them with one gather each; only the few candidates left go to the exact hash
+    lookup. Several times faster than hashing every cell, and exact: a judged cell's slot is always marked.
+    """
+    if len(keys) == 0 or len(cells) == 0:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    bits = int(min(max(np.ceil(np.log2(len(keys) * 16)), 10), 26))
+    marked = np.zeros(1 << bits, dtype=bool)
+    marked[_slots(keys, bits)] = True
+    candidates = np.flatnonzero(marked[_slots(cells, bits)])
+    which = pd.Index(keys).get_indexer(cells[candidates])
+    hit = which >= 0
+    return candidates[hit], which[hit]
 
 
 def judge(run: Run, qrels: Qrels, query_ids: list[str]) -> Judged:
     """Look up every retrieved document's grade, vectorised over all questions.
 
     ``query_ids`` are the questions to score, in order; one absent from the run gets an empty ranking.
+    Distinct ids are hashed once each, through indexes the Run and Qrels keep; judgments then join as integers.
     """
     n = len(query_ids)
-    rows = positions(run.query_ids, query_ids)
-    docs = np.full((n, run.depth), PAD, dtype=np.int64)
-    present = rows >= 0
-    docs[present] = run.docs[rows[present]]
-    retrieved = docs != PAD
+    scored = pd.Index(query_ids, dtype=object)
+    rows = positions(run.query_index, scored)
+    if n == len(run.query_ids) and np.array_equal(rows, np.arange(n)):
+        docs, lengths = run.docs, run.lengths
+    else:
+        docs = np.full((n, run.depth), PAD, dtype=np.int64)
+        lengths = np.zeros(n, dtype=np.int64)
+        present = rows >= 0
+        docs[present] = run.docs[rows[present]]
+        lengths[present] = run.lengths[rows[present]]
 
-    qi = positions(query_ids, qrels.query_ids)
+    codes = qrels.codes
+    qi = positions(scored, codes.query_vocab)[codes.query_codes]
     keep = qi >= 0
-    qi, doc_ids, grades = qi[keep], qrels.doc_ids[keep], qrels.grades[keep]
+    if not keep.all():
+        qi, doc_codes, grades = qi[keep], codes.doc_codes[keep], qrels.grades[keep]
+    else:
+        doc_codes, grades = codes.doc_codes, qrels.grades
 
+    # (question, document) as one integer; PAD's cell, row * universe - 1, names no document of any row
     universe = len(run.doc_ids) + 1
-    di = positions(run.doc_ids, doc_ids)
+    di = positions(run.doc_index, codes.doc_vocab)[doc_codes]
     in_run = di >= 0
-    keys = qi[in_run].astype(np.int64) * universe + di[in_run]
-    key_grades = grades[in_run]
-
-    # an int64 hash lookup of the retrieved cells only: several times faster than a binary search over all cells
+    keys = qi[in_run] * universe + di[in_run]
     cells = np.arange(n, dtype=np.int64)[:, None] * universe + docs
-    found = np.full(docs.shape, -1, dtype=np.int64)
-    if len(keys):
-        index = pd.Index(keys)
-        if not index.is_unique:
-            raise ValueError("judgments name a (question, document) pair twice")
-        found[retrieved] = index.get_indexer(cells[retrieved])
-    judged = found >= 0
-    matrix = np.where(judged, key_grades[np.maximum(found, 0)] if len(keys) else 0, 0)
+    flat, which = lookup(keys, cells.ravel())
+    rows, cols = np.divmod(flat, docs.shape[1]) if docs.shape[1] else (flat, flat)
+    hits = Hits(rows, cols, grades[in_run][which], n)
 
     # every judgment of each question, best first: the ideal ordering for nDCG
     n_judged = np.bincount(qi, minlength=n)
-    width = int(n_judged.max()) if n else 0
-    ideal = np.zeros((n, width), dtype=np.int64)
-    if len(qi):
-        order = np.lexsort((-grades, qi))
-        sq = qi[order]
-        starts = np.concatenate(([0], np.cumsum(n_judged)[:-1]))
-        ideal[sq, np.arange(len(sq)) - starts[sq]] = grades[order]
-    return Judged(list(query_ids), matrix, judged, retrieved, ideal, n_judged)
+    order = np.lexsort((-grades, qi))
+    sq = qi[order]
+    starts = np.concatenate(([0], np.cumsum(n_judged)[:-1]))
+    ideal = Hits(sq, np.arange(len(sq)) - starts[sq], grades[order], n)
+    return Judged(list(query_ids), hits, lengths, ideal, n_judged)
 
 
 def judged_only(run: Run, qrels: Qrels) -> Run:
@@ -100,7 +133,9 @@ def judged_only(run: Run, qrels: Qrels) -> Run:
     Later documents move up, so ranks are counted among judged documents only.
     """
     joined = judge(run, qrels, list(run.query_ids))
-    keep = joined.judged & (joined.grades >= 0)
+    kept = joined.relevant(0)
+    keep = np.zeros(run.docs.shape, dtype=bool)
+    keep[kept.rows, kept.cols] = True
     order = np.argsort(~keep, axis=1, kind="stable")
     docs = np.take_along_axis(np.where(keep, run.docs, PAD), order, axis=1)
     scores = np.take_along_axis(np.where(keep, run.scores, np.nan), order, axis=1)

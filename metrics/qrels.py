@@ -4,8 +4,22 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class QrelsCodes:
+    """Judgments as integers: each id replaced by its position in a vocabulary of distinct ids (first-seen
+    order), so joins with a Run hash each distinct id once rather than every judgment's."""
+
+    query_vocab: np.ndarray
+    query_codes: np.ndarray
+    doc_vocab: np.ndarray
+    doc_codes: np.ndarray
+    query_index: pd.Index
 
 
 @dataclass(frozen=True)
@@ -40,13 +54,27 @@ class Qrels:
     def __len__(self) -> int:
         return len(self.grades)
 
+    @cached_property
+    def codes(self) -> QrelsCodes:
+        """The integer form, built on first use and kept (the arrays are never modified in place)."""
+        query_codes, query_vocab = pd.factorize(self.query_ids)
+        doc_codes, doc_vocab = pd.factorize(self.doc_ids)
+        if len(self.grades):
+            pairs = query_codes.astype(np.int64) * len(doc_vocab) + doc_codes
+            if len(np.unique(pairs)) != len(pairs):
+                raise ValueError("judgments name a (question, document) pair twice")
+        return QrelsCodes(np.asarray(query_vocab, dtype=object), query_codes.astype(np.int64),
+                          np.asarray(doc_vocab, dtype=object), doc_codes.astype(np.int64),
+                          pd.Index(np.asarray(query_vocab, dtype=object), dtype=object))
+
     def judged_queries(self) -> list[str]:
         """Questions with at least one judgment, in first-seen order."""
-        return list(dict.fromkeys(self.query_ids.tolist()))
+        return self.codes.query_vocab.tolist()
 
     def relevant_queries(self, level: int = 1) -> list[str]:
         """Questions with a judgment at or above ``level`` (never a negative one): the ones that count in a mean."""
-        return list(dict.fromkeys(self.query_ids[self.grades >= max(level, 0)].tolist()))
+        codes = self.codes
+        return codes.query_vocab[np.unique(codes.query_codes[self.grades >= max(level, 0)])].tolist()
 
     def subset(self, mask: np.ndarray) -> Qrels:
         return Qrels(self.query_ids[mask], self.doc_ids[mask], self.grades[mask])

@@ -1,16 +1,52 @@
-"""Per-question ranking metrics: plain functions over the arrays of a Judged join.
+"""Per-question ranking metrics: plain functions over the ranks of the judged documents a run retrieved.
 
-``rel`` is a boolean (questions x ranks) matrix, True where the document at that rank is relevant; ``n_rel``
-the number of relevant judgments per question. A question without relevant judgments scores 0 everywhere
-(callers leave such questions out of means).
+A question's ranking is mostly unjudged, so the metrics read only the cells that matter: ``Hits`` lists them
+row-major (question, then rank), which is the order trec_eval adds them in, so sums match it to the last bit.
+``n_rel`` is the number of relevant judgments per question. A question without relevant judgments scores 0
+everywhere (callers leave such questions out of means).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class Hits:
+    """Cells of a (questions x ranks) matrix: question ``rows[i]`` at rank ``cols[i] + 1``, with ``values[i]``.
+
+    Sorted by row then column; ``n`` is the number of questions (rows without a cell score 0).
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+    values: np.ndarray
+    n: int
+
+    def where(self, mask: np.ndarray) -> Hits:
+        return Hits(self.rows[mask], self.cols[mask], self.values[mask], self.n)
+
+    def top(self, k: int | None) -> Hits:
+        """Only the cells within the first ``k`` ranks (all of them when ``k`` is None)."""
+        return self if k is None else self.where(self.cols < k)
+
+    def count(self, k: int | None = None) -> np.ndarray:
+        """Cells per question within the top ``k``."""
+        return np.bincount(self.top(k).rows, minlength=self.n)
+
+    def total(self, weights: np.ndarray) -> np.ndarray:
+        """Per-question sum of ``weights`` (one per cell), added left to right as trec_eval does."""
+        return np.bincount(self.rows, weights=weights, minlength=self.n).astype(np.float64, copy=False)
+
+    def firsts(self) -> np.ndarray:
+        """Index of each question's first cell (for the questions that have one)."""
+        if len(self.rows) == 0:
+            return np.zeros(0, dtype=np.intp)
+        return np.flatnonzero(np.concatenate(([True], self.rows[1:] != self.rows[:-1])))
 
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -19,55 +55,53 @@ def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros(np.broadcast_shapes(num.shape, den.shape)), where=den > 0)
 
 
-def hit_rate(rel: np.ndarray, k: int) -> np.ndarray:
+def hit_rate(rel: Hits, k: int) -> np.ndarray:
     """1 if any relevant document is in the top k, else 0."""
-    return rel[:, :k].any(axis=1).astype(np.float64)
+    return (rel.count(k) > 0).astype(np.float64)
 
 
-def recall(rel: np.ndarray, n_rel: np.ndarray, k: int) -> np.ndarray:
+def recall(rel: Hits, n_rel: np.ndarray, k: int) -> np.ndarray:
     """Relevant documents in the top k over all relevant documents of the question."""
-    return _safe_div(rel[:, :k].sum(axis=1), n_rel)
+    return _safe_div(rel.count(k), n_rel)
 
 
-def precision(rel: np.ndarray, k: int) -> np.ndarray:
+def precision(rel: Hits, k: int) -> np.ndarray:
     """Relevant documents in the top k over k (trec_eval's P_k: a short ranking is not rewarded)."""
-    return rel[:, :k].sum(axis=1) / float(k)
+    return rel.count(k) / float(k)
 
 
-def reciprocal_rank(rel: np.ndarray) -> np.ndarray:
-    """1 / rank of the first relevant document, 0 if none is retrieved; its mean is the MRR."""
-    if rel.shape[1] == 0:
-        return np.zeros(rel.shape[0])
-    first = rel.argmax(axis=1)
-    return np.where(rel.any(axis=1), 1.0 / (first + 1.0), 0.0)
-
-
-def first_relevant_rank(rel: np.ndarray) -> np.ndarray:
+def first_relevant_rank(rel: Hits) -> np.ndarray:
     """Rank (from 1) of the first relevant document, 0 when none is retrieved."""
-    if rel.shape[1] == 0:
-        return np.zeros(rel.shape[0], dtype=np.int64)
-    return np.where(rel.any(axis=1), rel.argmax(axis=1) + 1, 0)
+    first = np.zeros(rel.n, dtype=np.int64)
+    starts = rel.firsts()
+    first[rel.rows[starts]] = rel.cols[starts] + 1
+    return first
 
 
-def _running_total(terms: np.ndarray) -> np.ndarray:
-    """Row sums added left to right (trec_eval's order, so results match it to the last bit, not just 1e-16)."""
-    if terms.shape[1] == 0:
-        return np.zeros(terms.shape[0])
-    return np.cumsum(terms, axis=1)[:, -1]
+def reciprocal_rank(rel: Hits) -> np.ndarray:
+    """1 / rank of the first relevant document, 0 if none is retrieved; its mean is the MRR."""
+    first = first_relevant_rank(rel)
+    return np.divide(1.0, first, out=np.zeros(rel.n), where=first > 0)
 
 
-def average_precision(rel: np.ndarray, n_rel: np.ndarray) -> np.ndarray:
+def _ordinals(rel: Hits) -> np.ndarray:
+    """For each relevant cell, how many relevant documents its question has at or above its rank."""
+    starts = rel.firsts()
+    row_start = np.zeros(rel.n, dtype=np.int64)
+    row_start[rel.rows[starts]] = starts
+    return np.arange(1, len(rel.rows) + 1) - row_start[rel.rows]
+
+
+def average_precision(rel: Hits, n_rel: np.ndarray) -> np.ndarray:
     """Mean of the precision at each relevant document's rank, over all relevant documents (MAP's term)."""
-    ranks = np.arange(1, rel.shape[1] + 1)
-    prec = np.cumsum(rel, axis=1) / ranks
-    return _safe_div(_running_total(prec * rel), n_rel)
+    precision_at = _ordinals(rel) / (rel.cols + 1)
+    return _safe_div(rel.total(precision_at), n_rel)
 
 
-def r_precision(rel: np.ndarray, n_rel: np.ndarray) -> np.ndarray:
+def r_precision(rel: Hits, n_rel: np.ndarray) -> np.ndarray:
     """Precision at rank R, R being the question's number of relevant documents."""
-    cum = np.concatenate([np.zeros((rel.shape[0], 1)), np.cumsum(rel, axis=1)], axis=1)
-    r = np.minimum(n_rel, rel.shape[1])
-    return _safe_div(cum[np.arange(rel.shape[0]), r], n_rel)
+    within = rel.where(rel.cols < n_rel[rel.rows])
+    return _safe_div(within.count(), n_rel)
 
 
 def gains(grades: np.ndarray, kind: str = "linear") -> np.ndarray:
@@ -89,12 +123,13 @@ def log2_positions(n: int) -> np.ndarray:
     return values
 
 
-def dcg(gain: np.ndarray, k: int | None) -> np.ndarray:
+def dcg(gain: Hits, k: int | None) -> np.ndarray:
     """Sum of gain / log2(rank + 1) over the top k (all ranks when k is None), added rank by rank."""
-    g = gain if k is None else gain[:, :k]
-    return _running_total(g / log2_positions(g.shape[1]))
+    g = gain.top(k)
+    depth = int(g.cols.max()) + 1 if len(g.cols) else 0
+    return g.total(g.values / log2_positions(depth)[g.cols])
 
 
-def ndcg(gain: np.ndarray, ideal_gain: np.ndarray, k: int | None) -> np.ndarray:
+def ndcg(gain: Hits, ideal_gain: Hits, k: int | None) -> np.ndarray:
     """DCG@k of the ranking over DCG@k of the ideal ordering of *all* judged documents of the question."""
     return _safe_div(dcg(gain, k), dcg(ideal_gain, k))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
+import pandas as pd
 
 PAD = -1
 
@@ -41,6 +43,16 @@ class Run:
     @property
     def depth(self) -> int:
         return int(self.docs.shape[1])
+
+    @cached_property
+    def query_index(self) -> pd.Index:
+        """Hash index of ``query_ids`` (object dtype: pandas' string dtype would convert on every lookup)."""
+        return pd.Index(self.query_ids, dtype=object)
+
+    @cached_property
+    def doc_index(self) -> pd.Index:
+        """Hash index of ``doc_ids``, built on first use: a run from a retriever shares its corpus's ids."""
+        return pd.Index(self.doc_ids, dtype=object)
 
     @property
     def lengths(self) -> np.ndarray:
