@@ -9,6 +9,10 @@ k), and the *essential* rest. Only documents in essential lists are candidates; 
 plus the non-essential maxima still reach ``theta`` are scored exactly. ``theta`` comes from exactly scoring a
 few thousand documents of the lists with the largest weights.
 
+Frequent terms also keep per-document 8-bit upper bounds of their weights and, per block of documents, the
+count of their postings before it: a weight is then found in a couple of gathers rather than by a binary
+search of a list as long as the corpus.
+
 Bounds are compared with a small relative margin, so rounding can never hide a result or a tie. Exact scores
 add a document's weights in ascending term order, as scipy's sparse product does: they equal its scores to
 the last bit, and ties stay ties (broken by document position, ascending).
@@ -27,17 +31,9 @@ SEED_POSTINGS = 4096  # postings read to find the first threshold
 SEED_DOCS = 256  # of which this many documents (best partial scores) are scored exactly
 MARGIN = 1e-9  # relative slack on bounds: sums in different orders may differ in the last bits
 DENSE_SHARE = 16  # terms in at least 1/16 of the documents also get dense 8-bit upper bounds
+DENSE_MERGE = 8  # essential postings over 1/8 of the documents are summed in a dense array instead of merged
 SCAN_RATIO = 16  # a posting list is read whole when at most this many times longer than the candidate list
-
-
-def expand(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The concatenation of ``range(s, s + n)`` for each start ``s`` and length ``n``."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    shift = np.repeat(np.asarray(starts, dtype=np.int64) - (np.cumsum(lengths) - lengths), lengths)
-    return np.arange(total, dtype=np.int64) + shift
+RANK_BLOCK = 256  # frequent terms count their postings per block of this many documents (<= 256: uint8 offsets)
 
 
 def best_k(docs: np.ndarray, scores: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -64,6 +60,8 @@ class Postings:
     dense_row: np.ndarray  # per term: its row in ``dense`` (-1: none)
     dense: np.ndarray  # (frequent terms x documents) uint8: each weight rounded *up* to a multiple of ...
     dense_scale: np.ndarray  # ... this step, per frequent term: upper bounds read in one gather
+    block_rank: np.ndarray  # (frequent terms x document blocks) uint32: the term's postings before each block
+    in_block: np.ndarray  # (frequent terms x documents) uint8: a posting's position counted from its block's first
 
     @classmethod
     def build(cls, by_term: sp.csr_matrix) -> Postings:
@@ -81,11 +79,19 @@ class Postings:
         dense_row = np.full(n_terms, -1, dtype=np.int64)
         dense_row[frequent] = np.arange(len(frequent))
         scale = top[frequent] * (1 + MARGIN) / 255.0
+        n_blocks = -(-n_docs // RANK_BLOCK)
         dense = np.zeros((len(frequent), n_docs), dtype=np.uint8)
+        block_rank = np.zeros((len(frequent), n_blocks), dtype=np.uint32)
+        in_block = np.zeros((len(frequent), n_docs), dtype=np.uint8)
         for row, t in enumerate(frequent.tolist()):
             lo, hi = indptr[t], indptr[t + 1]
-            dense[row, by_term.indices[lo:hi]] = np.minimum(np.ceil(by_term.data[lo:hi] / scale[row]), 255)
-        return cls(indptr, by_term.indices, by_term.data, n_docs, top, dense_row, dense, scale)
+            listed = by_term.indices[lo:hi]
+            # a weight is > 0, so its bound is at least 1: 0 marks exactly the documents without the term
+            dense[row, listed] = np.clip(np.ceil(by_term.data[lo:hi] / scale[row]), 1, 255)
+            block = listed // RANK_BLOCK
+            np.cumsum(np.bincount(block, minlength=n_blocks)[:-1], out=block_rank[row, 1:])
+            in_block[row, listed] = np.arange(hi - lo) - block_rank[row, block]
+        return cls(indptr, by_term.indices, by_term.data, n_docs, top, dense_row, dense, scale, block_rank, in_block)
 
     def top_k(self, questions: sp.csr_matrix, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents of each question (a row of term indicators) scoring above ``threshold``.
@@ -99,12 +105,13 @@ class Postings:
         if k == 0:
             return out_docs, out_scores
         slots = np.full(self.n_docs, -1, dtype=np.int32)  # scratch for lookups, always left at -1
+        sums = np.zeros(self.n_docs)  # scratch for dense sums, always left at 0 (pages are touched only if used)
         for i in range(n):
             row = slice(questions.indptr[i], questions.indptr[i + 1])
             terms = np.unique(questions.indices[row][questions.data[row] != 0])
             terms = terms[self.indptr[terms + 1] > self.indptr[terms]]
             if len(terms):
-                d, s = self._question(terms, k, threshold, slots)
+                d, s = self._question(terms, k, threshold, slots, sums)
                 out_docs[i, : len(d)] = d
                 out_scores[i, : len(s)] = s
         return out_docs, out_scores
@@ -125,14 +132,19 @@ class Postings:
             return out
         if hi == lo or len(docs) == 0:
             return out
-        # a frequent term's 8-bit bounds are 0 exactly where it is absent: search only where it is present
         row = self.dense_row[term]
-        ask = np.flatnonzero(self.dense[row, docs]) if row >= 0 else slice(None)
-        pos = np.minimum(np.searchsorted(listed, docs[ask]), hi - lo - 1)
-        found = listed[pos] == docs[ask]
-        hits = np.arange(len(docs))[ask][found] if row < 0 else ask[found]
-        out[hits] = self.weights[lo:hi][pos[found]]
+        if row >= 0:
+            present = np.flatnonzero(self.dense[row, docs])
+            out[present] = self.weights[lo + self._ranks(row, docs[present])]
+            return out
+        pos = np.minimum(np.searchsorted(listed, docs), hi - lo - 1)
+        found = listed[pos] == docs
+        out[found] = self.weights[lo:hi][pos[found]]
         return out
+
+    def _ranks(self, row: int, docs: np.ndarray) -> np.ndarray:
+        """Positions of ``docs`` (all listed) in frequent term ``row``'s posting list, in two gathers."""
+        return self.block_rank[row, docs // RANK_BLOCK].astype(np.int64) + self.in_block[row, docs]
 
     def bound(self, term: int, docs: np.ndarray, slots: np.ndarray) -> np.ndarray:
         """An upper bound of ``term``'s weight in each of ``docs``: the 8-bit one when the term is frequent."""
@@ -155,7 +167,7 @@ class Postings:
             slots[docs] = -1
         return scores
 
-    def _question(self, terms, k, threshold, slots) -> tuple[np.ndarray, np.ndarray]:
+    def _question(self, terms, k, threshold, slots, sums) -> tuple[np.ndarray, np.ndarray]:
         starts, df = self.indptr[terms], self.indptr[terms + 1] - self.indptr[terms]
         top = self.top[terms]
         by_top = np.argsort(top, kind="stable")
@@ -165,15 +177,19 @@ class Postings:
         cumulative = np.cumsum(top[by_top])
         n_rest = int(np.count_nonzero(cumulative * (1 + MARGIN) < theta))
         essential = np.sort(by_top[n_rest:])
-        docs, partial = self._partial(starts[essential], df[essential])
-        # add the non-essential terms' weights (or upper bounds of them), largest maxima first, dropping
-        # documents as soon as even the maxima of the terms still to add cannot lift them to theta
-        for position in range(n_rest, -1, -1):
-            remaining = float(cumulative[position - 1]) if position else 0.0
-            if position < n_rest:
-                partial += self.bound(int(terms[by_top[position]]), docs, slots)
-            keep = partial >= theta / (1 + MARGIN) - remaining
-            docs, partial = docs[keep], partial[keep]
+        # documents are dropped as soon as even the maxima of the terms still to add cannot lift them to theta
+        def floor(position: int) -> float:
+            return theta / (1 + MARGIN) - (float(cumulative[position - 1]) if position else 0.0)
+
+        docs, partial = self._partial(starts[essential], df[essential], floor(n_rest), sums)
+        # add the non-essential terms' weights (or upper bounds of them), largest maxima first
+        # a document below a floor stays below every later one (a bound adds at most the maximum it removes
+        # from the floor), so the arrays are compacted only when that pays: when at least half is dropped
+        for position in range(n_rest - 1, -1, -1):
+            partial += self.bound(int(terms[by_top[position]]), docs, slots)
+            keep = partial >= floor(position)
+            if position == 0 or 2 * np.count_nonzero(keep) <= len(keep):
+                docs, partial = docs[keep], partial[keep]
         if len(docs) > 2 * k:  # score the k best bounds first: their k-th score is a better theta
             first = np.sort(np.argpartition(-partial, k - 1)[:k])
             scores = self.exact(terms, docs[first], slots)
@@ -204,17 +220,37 @@ class Postings:
             return threshold
         return max(threshold, float(np.partition(scores, len(scores) - k)[len(scores) - k]))
 
-    def _partial(self, starts, lengths) -> tuple[np.ndarray, np.ndarray]:
-        """Distinct documents of the given posting ranges (sorted) and the sum of their weights there.
+    def _partial(self, starts, lengths, floor: float = -np.inf, sums: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct documents of the given posting ranges (sorted) whose weights there sum to ``floor`` or more,
+        and those sums.
 
-        Each range is sorted already, so a stable sort (timsort, which merges runs) is close to linear.
+        Each range is sorted already, so a stable sort (timsort, which merges runs) is close to linear. When
+        the ranges hold a large share of the corpus, adding them into ``sums`` (a zeroed per-document scratch,
+        left zeroed) and reading it whole is cheaper than sorting them.
         """
-        idx = expand(starts, lengths)
-        if len(idx) == 0:
+        ranges = [(int(a), int(a) + int(n)) for a, n in zip(starts.tolist(), lengths.tolist()) if n > 0]
+        if not ranges:
             return np.zeros(0, dtype=self.docs.dtype), np.zeros(0)
-        docs = self.docs[idx]
+        if len(ranges) == 1:
+            (lo, hi), = ranges
+            keep = self.weights[lo:hi] >= floor
+            return self.docs[lo:hi][keep], self.weights[lo:hi][keep]
+        if sums is not None and sum(hi - lo for lo, hi in ranges) * DENSE_MERGE > self.n_docs:
+            (lo, hi), *rest = ranges
+            sums[self.docs[lo:hi]] = self.weights[lo:hi]
+            for lo, hi in rest:
+                sums[self.docs[lo:hi]] += self.weights[lo:hi]
+            # a document outside every range has a sum of 0: never a candidate, even when the floor is <= 0
+            docs = np.flatnonzero(sums >= floor if floor > 0 else sums > 0).astype(self.docs.dtype)
+            partial = sums[docs]
+            sums[:] = 0.0
+            return docs, partial
+        docs = np.concatenate([self.docs[lo:hi] for lo, hi in ranges])
         order = np.argsort(docs, kind="stable")
         docs = docs[order]
         first = np.flatnonzero(np.concatenate(([True], docs[1:] != docs[:-1])))
+        totals = np.add.reduceat(np.concatenate([self.weights[lo:hi] for lo, hi in ranges])[order], first)
+        keep = totals >= floor
         # documents keep the postings' dtype: searchsorted would otherwise convert a whole list per call
-        return docs[first], np.add.reduceat(self.weights[idx[order]], first)
+        return docs[first[keep]], totals[keep]

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from metrics.run import PAD
 from retrievers import maxscore
-from retrievers.maxscore import Postings, expand
+from retrievers.maxscore import Postings
 from retrievers.topk import top_k_dense, top_k_sparse
 
 
@@ -89,11 +89,6 @@ def test_dense_and_sparse_paths_equal_a_plain_sort_with_many_ties(seed, k):
         assert as_lists(*top_k_sparse(sp.csr_matrix(scores), k, threshold)) == expected
 
 
-def test_expand_concatenates_ranges():
-    assert expand(np.array([5, 0, 9]), np.array([2, 0, 3])).tolist() == [5, 6, 9, 10, 11]
-    assert expand(np.array([], dtype=np.int64), np.array([], dtype=np.int64)).tolist() == []
-
-
 def test_maxscore_crafted_ties_and_threshold():
     # terms x documents: documents 1 and 3 tie on term 0; term 2 alone lifts document 4
     matrix = np.array([
@@ -109,7 +104,7 @@ def test_maxscore_crafted_ties_and_threshold():
 
 
 @pytest.fixture(params=["defaults", "tiny seed", "always search", "always scan", "no 8-bit bounds",
-                        "8-bit bounds for every term"])
+                        "8-bit bounds for every term", "always dense sums", "never dense sums", "tiny rank blocks"])
 def maxscore_settings(request, monkeypatch):
     """Run the MaxScore tests under settings that force each of its branches."""
     if request.param == "tiny seed":
@@ -122,6 +117,13 @@ def maxscore_settings(request, monkeypatch):
     elif request.param == "no 8-bit bounds":
         monkeypatch.setattr(maxscore, "DENSE_SHARE", 0)
     elif request.param == "8-bit bounds for every term":
+        monkeypatch.setattr(maxscore, "DENSE_SHARE", 10**9)
+    elif request.param == "always dense sums":
+        monkeypatch.setattr(maxscore, "DENSE_MERGE", 10**9)
+    elif request.param == "never dense sums":
+        monkeypatch.setattr(maxscore, "DENSE_MERGE", 0)
+    elif request.param == "tiny rank blocks":  # many blocks, positions counted across block boundaries
+        monkeypatch.setattr(maxscore, "RANK_BLOCK", 3)
         monkeypatch.setattr(maxscore, "DENSE_SHARE", 10**9)
     return request.param
 
