@@ -74,10 +74,11 @@ def compare(
         },
         index=pd.Index(metrics, name="metric"),
     )
+    common = set(shared)  # once: built per question, it made every comparison quadratic in the questions
     return Comparison(
         table,
-        [q for q in baseline.index if q not in set(shared)],
-        [q for q in candidate.index if q not in set(shared)],
+        [q for q in baseline.index if q not in common],
+        [q for q in candidate.index if q not in common],
         confidence,
     )
 

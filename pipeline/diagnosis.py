@@ -260,18 +260,31 @@ def shingles(tokens: Sequence[str], size: int) -> set[str]:
     return {"\x1f".join(tokens[i : i + size]) for i in range(len(tokens) - size + 1)}
 
 
-def _document_shingles(tokenizer: Callable[[str], Sequence[str]], text: str, size: int) -> frozenset[str]:
-    """A document's shingles, remembered across the jobs of a process: a sweep's rankings share most of their
-    top documents, and tokenising them again for every sweep point was most of the diagnosis's time."""
+def _shingle_columns(tokenizer: Callable[[str], Sequence[str]], text: str, size: int) -> np.ndarray:
+    """A document's shingles as column numbers of a process-wide shingle vocabulary, remembered across the jobs
+    of a process: a sweep's rankings share most of their top documents, and tokenising them (and numbering
+    their shingles) again for every sweep point was most of the diagnosis's time."""
     try:
-        return _remembered_shingles(tokenizer, text, size)
+        return _remembered_columns(tokenizer, text, size)
     except TypeError:  # an unhashable tokenizer: nothing to key the memo by
-        return frozenset(shingles(list(tokenizer(text)), size))
+        return _columns(shingles(list(tokenizer(text)), size), {})
+
+
+_SHINGLE_VOCABULARY: dict[tuple[Callable[[str], Sequence[str]], int], dict[str, int]] = {}
 
 
 @functools.lru_cache(maxsize=2**16)
-def _remembered_shingles(tokenizer: Callable[[str], Sequence[str]], text: str, size: int) -> frozenset[str]:
-    return frozenset(shingles(list(tokenizer(text)), size))
+def _remembered_columns(tokenizer: Callable[[str], Sequence[str]], text: str, size: int) -> np.ndarray:
+    vocabulary = _SHINGLE_VOCABULARY.setdefault((tokenizer, size), {})
+    return _columns(shingles(list(tokenizer(text)), size), vocabulary)
+
+
+def _columns(found: set[str], vocabulary: dict[str, int]) -> np.ndarray:
+    """Each shingle's number in ``vocabulary`` (new shingles are added), in a read-only array."""
+    columns = np.fromiter((vocabulary.setdefault(s, len(vocabulary)) for s in found), dtype=np.int64,
+                          count=len(found))
+    columns.flags.writeable = False
+    return columns
 
 
 def _duplicate_groups(
@@ -292,12 +305,11 @@ def _duplicate_groups(
     used = np.unique(top[top != PAD])
     codes = np.full(len(run.doc_ids), -1, dtype=np.int64)
     codes[used] = np.arange(len(used))
-    sets = [_document_shingles(tokenizer, doc_text.get(str(run.doc_ids[d]), ""), settings.shingle_size) for d in used]
-    flat = [s for doc in sets for s in doc]
-    cols, _ = pd.factorize(pd.Series(flat, dtype=object)) if flat else (np.zeros(0, dtype=np.int64), None)
+    sets = [_shingle_columns(tokenizer, doc_text.get(str(run.doc_ids[d]), ""), settings.shingle_size) for d in used]
+    cols = np.concatenate(sets) if sets else np.zeros(0, dtype=np.int64)
     incidence = sp.csr_matrix(
-        (np.ones(len(flat)), (np.repeat(np.arange(len(sets)), [len(s) for s in sets]), cols)),
-        shape=(len(sets), int(cols.max()) + 1 if len(flat) else 0),
+        (np.ones(len(cols)), (np.repeat(np.arange(len(sets)), [len(s) for s in sets]), cols)),
+        shape=(len(sets), int(cols.max()) + 1 if len(cols) else 0),
     )
     size = np.asarray(incidence.sum(axis=1)).ravel()
     i, j = np.triu_indices(k, 1)

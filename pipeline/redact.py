@@ -39,6 +39,9 @@ _SECRET_KEY = re.compile(
     r"|auth)(?:$|[._-])",
     re.IGNORECASE,
 )
+# Literals (lower case) of which each pattern above needs one to match: text holding none is left as it is.
+_NEEDED = ("://", "token", "secret", "passw", "pwd", "api", "signature", "credential", "auth", "bearer", "basic",
+           "gh", "glpat-", "sk-", "xox", "hf_", "akia")
 
 
 def _userinfo(match: re.Match[str]) -> str:
@@ -47,7 +50,18 @@ def _userinfo(match: re.Match[str]) -> str:
 
 
 def redact_text(text: str) -> str:
-    """Mask credentials in URIs, secret-looking query parameters and ``key=value`` pairs, and known tokens."""
+    """Mask credentials in URIs, secret-looking query parameters and ``key=value`` pairs, and known tokens.
+
+    Text holding none of the literals every pattern needs is returned at once: most text (questions, evidence
+    lines: every cell of every job's per-question table) has none, and looking for a few substrings costs a
+    tenth of the five substitutions. Case-folded, as the patterns' IGNORECASE matches ('ſecret' is 'secret')."""
+    folded = text.casefold()
+    if not any(literal in folded for literal in _NEEDED):
+        return text
+    return _redact_all(text)
+
+
+def _redact_all(text: str) -> str:
     text = _USERINFO.sub(_userinfo, text)
     text = _QUERY.sub(lambda m: m.group("key") + MASK, text)
     text = _PAIR.sub(lambda m: m.group("key") + MASK, text)

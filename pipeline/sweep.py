@@ -33,6 +33,7 @@ from omegaconf.errors import OmegaConfBaseException
 from metrics.errors import InputError
 from pipeline import progress
 from pipeline.build import check_config, metric_plan
+from pipeline.composed import ComposedConfigs, compose_normally, compose_once
 from pipeline.context import SweepHandle
 from pipeline.diagnose_job import check_diagnosis
 from pipeline.record import pending_records, store_error
@@ -102,6 +103,7 @@ class MlflowSweep(Callback):
         self.parent: Tracker | None = None
         self.handle: SweepHandle | None = None
         self.tuning = False
+        self.composed: ComposedConfigs | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         progress.configure(bool(config.get("quiet", False)))  # the driver's own bars (reading runs back)
@@ -110,6 +112,7 @@ class MlflowSweep(Callback):
         overrides, varying = sweep_overrides(list(config.hydra.overrides.task), config.hydra.sweeper.get("params"))
         jobs = job_override_lists(config, overrides)
         if jobs is not None:
+            self.composed = compose_once(GlobalHydra.instance().config_loader())  # validated, then launched
             validate_jobs(config, jobs)
         self.tuning = is_tuning(config.hydra)
         if self.tuning:
@@ -146,6 +149,8 @@ class MlflowSweep(Callback):
         atexit.register(self._abandoned)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if self.composed is not None:
+            compose_normally(self.composed.loader)
         if self.parent is None or self.handle is None:
             return
         try:

@@ -11,12 +11,14 @@ from pipeline.collection import Collection
 from pipeline.diagnosis import (
     CLASSES,
     DiagnosisSettings,
+    _remembered_columns,
     diagnose,
     diagnosis_text,
     failure_counts,
     failure_metrics,
     shingles,
 )
+from retrievers.text import Tokenizer
 
 SYSTEMS = ["BM25", "LSA", "weighted", "RRF"]
 
@@ -195,3 +197,18 @@ def test_shingles_and_settings_are_checked():
             DiagnosisSettings(**bad)
     assert set(failure_counts(diagnose_rankings(build({"d": "x"}, {"q": "x"}, {"q": {"d": 1}}), {"q": ["d"]}))) == set(
         CLASSES)
+
+
+def test_a_second_job_reuses_the_documents_shingles_and_finds_the_same_duplicates():
+    docs = {"a": "nightly backups are kept thirty days on encrypted disks", "b": "nightly backups are kept thirty "
+            "days on encrypted disks in europe", "c": "the api accepts one hundred requests per minute"}
+    collection = build(docs, {"q": "how long are backups kept"}, {"q": {"a": 1}})
+    run = run_of({"q": ["a", "c", "b"]})
+    evaluation = evaluate(run, collection.qrels, ["mrr"])
+    settings = DiagnosisSettings(shingle_size=3)  # a size no other test uses: nothing remembered yet
+    first = diagnose(collection, run, evaluation, Tokenizer(), settings)
+    before = _remembered_columns.cache_info()
+    second = diagnose(collection, run, evaluation, Tokenizer(), settings)  # a new, equal tokenizer, as per job
+    after = _remembered_columns.cache_info()
+    assert first.loc["q", "duplicate_groups"] == second.loc["q", "duplicate_groups"] == [["a", "b"]]
+    assert after.hits - before.hits == 3 and after.misses == before.misses

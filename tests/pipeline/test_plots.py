@@ -167,3 +167,24 @@ def test_failure_bars_show_each_class_count():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["vocabulary gap", "surface homonymy", "late rank",
                                                           "duplicates"]
     assert "of 14 per failure class" in ax.get_title() and "bm25" in ax.get_title()
+
+
+@pytest.mark.parametrize("questions", [14, 1_000_000])
+def test_per_run_plots_keep_every_text_inside_the_image(questions):
+    """The per-run plots have fixed margins (no layout pass): titles, labels and counts still fit, up to a
+    million questions."""
+    values = pd.Series(np.linspace(0, 1, questions))
+    counts = {"vocabulary_gap": questions // 3, "homonymy": 2, "late_rank": questions, "duplicates": 0}
+    for fig in (plots.metric_histogram(values, "ndcg@10", "bm25 k1=1.5 b=0.75"),
+                plots.failure_bars(counts, "bm25 k1=1.5 b=0.75", questions)):
+        renderer = fig.canvas.get_renderer()
+        fig.draw(renderer)
+        ax = fig.axes[0]
+        low, high = ax.get_ylim()
+        ticks = [t for t in ax.get_yticklabels() if low <= t.get_position()[1] <= high]  # others are not drawn
+        texts = [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(), *ticks, *ax.texts]
+        shown = [t for t in texts if t.get_visible() and t.get_text()]
+        assert len(shown) > 8
+        for text in shown:
+            box = text.get_window_extent(renderer)
+            assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, text

@@ -56,3 +56,16 @@ def test_a_multi_line_error_becomes_one_line_with_its_cause():
     assert "\n" not in line
     assert line.startswith("Could not override 'retriever.foo': ")
     assert "not in 'BM25Config'" in line and "+retriever.foo=1" in line and "full_key" not in line
+
+
+@pytest.mark.parametrize("text", [
+    "http://alice:s3cret@h", r"x=http\://u\:p@h", "HTTPS://TOKEN@H", "?Access_Token=abc&x=1", "Api-Key: abc",
+    "PassWord=hunter2", "pwd=x", "BASIC abcdefghijklmnop", "sk-0123456789abcdefghijk", "AKIA0123456789ABCDEF",
+    "xoxb-0123456789", "hf_0123456789abcdefghijk", "glpat-0123456789abcdefghijk", "credentials: abc",
+    "\u017fecret=abc", "to\u212aen=abc",
+    "what causes tokenization errors?", "plain question about BM25", "",
+])
+def test_the_quick_check_never_skips_text_a_pattern_would_change(text):
+    from pipeline.redact import _redact_all
+
+    assert redact_text(text) == _redact_all(text)
