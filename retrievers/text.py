@@ -24,7 +24,9 @@ import scipy.sparse as sp
 # A pattern of this form (one class of ASCII letters, digits and '_' repeated) can be matched byte by byte.
 _ASCII_RUN = re.compile(r"\[(?:[A-Za-z0-9]-[A-Za-z0-9]|[A-Za-z0-9_])+\]\+")
 _SEPARATOR = "\x00"  # joins the texts of a batch; never part of a token of an ASCII class
-_BATCH_CHARS = 2**22  # characters per batch: bounds the temporary arrays of the vectorised path
+_BATCH_CHARS = 2**22  # characters per batch at most: bounds the temporary arrays of the vectorised path ...
+_BATCHES = 8  # ... and a smaller corpus is cut in about this many, so its temporaries shrink with it ...
+_MIN_BATCH_CHARS = 2**18  # ... down to this (below, per-batch costs would start to show)
 
 
 def default_stopwords() -> frozenset[str]:
@@ -254,12 +256,14 @@ def _regex_tokens(texts: list[str], tokenizer: Tokenizer) -> _Tokens:
 
 
 def _batches(texts: list[str]) -> Iterable[tuple[int, int]]:
-    """Consecutive ranges of texts of about ``_BATCH_CHARS`` characters (at least one text each)."""
+    """Consecutive ranges of texts of about ``_BATCH_CHARS`` characters, fewer for a small corpus (at least one
+    text each)."""
     ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1)
+    size = min(_BATCH_CHARS, max(_MIN_BATCH_CHARS, int(ends[-1]) // _BATCHES if len(ends) else 0))
     start = 0
     while start < len(texts):
         done = int(ends[start - 1]) if start else 0
-        stop = max(start + 1, int(np.searchsorted(ends, done + _BATCH_CHARS, side="right")))
+        stop = max(start + 1, int(np.searchsorted(ends, done + size, side="right")))
         yield start, stop
         start = stop
 
