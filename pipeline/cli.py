@@ -24,12 +24,12 @@ from omegaconf.errors import OmegaConfBaseException
 
 from pipeline import progress, schema
 from pipeline.context import JobContext
+from pipeline.paths import CONF_DIR
 from pipeline.redact import one_line, redact_std_streams, redact_text
 from pipeline.runner import PROG, JobFailed, config_tags, execute_job
 from pipeline.tracking import TAG_KIND
 from pipeline.tuning import is_tuning, objective, trial_line
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 TUNE_HINT = "pip install 'rankscope[tune]'"
 
 

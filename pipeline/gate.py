@@ -44,6 +44,7 @@ from pipeline.compare import (
     record,
     shared_metrics,
 )
+from pipeline.paths import CONF_DIR
 from pipeline.record import store_error
 from pipeline.redact import one_line, redact_text
 from pipeline.schema import GateConfig
@@ -51,7 +52,7 @@ from pipeline.selectors import NoMatch, describe, metric_key, resolve
 
 PROG = "rankscope gate"
 EXIT_PASS, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
-GATE_DIR = Path(__file__).resolve().parents[1] / "conf" / "gate"
+GATE_DIR = CONF_DIR / "gate"
 GATE_FILE = "gate.txt"
 TAG_SWEEP_PARENT = "rankscope.sweep_parent"
 

@@ -26,7 +26,9 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-CONF = Path(__file__).resolve().parents[1] / "conf"
+from pipeline.paths import CONF_DIR
+
+CONF = CONF_DIR  # the experiment files a schedule may name
 ROOT_VARIABLE = "RANKSCOPE_SCHEDULE_ROOT"
 SUMMARY_FILE = "scheduled.txt"
 MAX_SYSTEMS = 10

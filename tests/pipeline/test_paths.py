@@ -1,0 +1,47 @@
+"""The Hydra configs are found in a checkout and in a plain (non-editable) install alike."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pipeline.paths import CONF_DIR, REPO_CONF, conf_dir
+
+REPO = Path(__file__).resolve().parents[2]
+SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "conf", "pipeline", "retrievers", "metrics"]
+
+
+def test_a_checkout_reads_the_repository_configs():
+    assert CONF_DIR == REPO_CONF == REPO / "conf"
+
+
+def test_without_the_repository_the_packaged_copy_is_used(tmp_path):
+    repo, packaged = tmp_path / "repo-conf", tmp_path / "packaged-conf"
+    assert conf_dir(repo, packaged) == packaged
+    repo.mkdir()
+    (repo / "config.yaml").write_text("defaults: []\n")
+    assert conf_dir(repo, packaged) == repo
+
+
+def test_a_built_wheel_carries_every_config(tmp_path):
+    pytest.importorskip("setuptools")
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in SOURCES:
+        path = REPO / name
+        if path.is_dir():
+            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(path, source / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
+                    "--quiet", "-w", str(tmp_path / "dist")], check=True, capture_output=True)
+    (wheel,) = (tmp_path / "dist").glob("rankscope-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    expected = {f"pipeline/conf/{p.relative_to(REPO / 'conf').as_posix()}" for p in (REPO / "conf").rglob("*.yaml")}
+    assert expected and expected <= names
+    assert "pipeline/conf/config.yaml" in names and "pipeline/data/helpdesk/corpus.jsonl" in names
