@@ -61,7 +61,7 @@ class Qrels:
         doc_codes, doc_vocab = pd.factorize(self.doc_ids)
         if len(self.grades):
             pairs = query_codes.astype(np.int64) * len(doc_vocab) + doc_codes
-            if len(np.unique(pairs)) != len(pairs):
+            if pd.Index(pairs).has_duplicates:
                 raise ValueError("judgments name a (question, document) pair twice")
         return QrelsCodes(np.asarray(query_vocab, dtype=object), query_codes.astype(np.int64),
                           np.asarray(doc_vocab, dtype=object), doc_codes.astype(np.int64),

@@ -242,3 +242,10 @@ def test_a_negative_grade_is_never_relevant_and_gains_nothing():
 def test_an_unknown_gain_is_refused():
     with pytest.raises(ValueError, match="gain"):
         scores_of(["a"], JUDGMENTS, ["ndcg@5"], gain="quadratic")
+
+
+def test_judgments_naming_a_pair_twice_are_refused_plainly():
+    qrels = Qrels(np.array(["q", "q"], dtype=object), np.array(["a", "a"], dtype=object), np.array([1, 2]))
+    run = Run.from_rankings({"q": [("a", 1.0)]})
+    with pytest.raises(ValueError, match="pair twice"):
+        evaluate(run, qrels, ["mrr"])
