@@ -59,25 +59,38 @@ def positions(keys, values) -> np.ndarray:
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
-    """Fibonacci hashing of int64 keys into ``2**bits`` slots."""
-    return ((keys.view(np.uint64) * _GOLDEN) >> np.uint64(64 - bits)).view(np.intp)
+def _bits(n_keys: int) -> int:
+    """Slots of the bit table, as a power of two: ~16 per key, within [2^10, 2^26]."""
+    return int(min(max(np.ceil(np.log2(max(n_keys, 1) * 16)), 10), 26))
 
 
-def lookup(keys: np.ndarray, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Which of ``cells`` are among ``keys`` (unique int64): their positions in ``cells`` and in ``keys``.
+def _hash_in_place(values: np.ndarray, bits: int) -> np.ndarray:
+    """Fibonacci hashing of uint64 ``values`` into ``2**bits`` slots, overwriting them (no temporaries: the
+    first call in a process would otherwise pay page faults on several arrays of the run's size)."""
+    values *= _GOLDEN
+    values >>= np.uint64(64 - bits)
+    return values.view(np.intp)
 
-    Most retrieved cells are unjudged, so a bit table of the keys' hashes (a one-hash Bloom filter, ~16 slots
-    per key) first discards them with one gather each; only the few candidates left go to the exact hash
+
+def lookup(keys: np.ndarray, docs: np.ndarray, universe: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which retrieved cells are judged: their flat positions in ``docs`` and their positions in ``keys``.
+
+    A cell (row ``i``, document ``d``) is the integer ``i * universe + d``; ``keys`` (unique) are the judged
+    ones. Most retrieved cells are unjudged, so a bit table of the keys' hashes (a one-hash Bloom filter, ~16
+    slots per key) first discards them with one gather each; only the few candidates left go to the exact hash
     lookup. Several times faster than hashing every cell, and exact: a judged cell's slot is always marked.
     """
-    if len(keys) == 0 or len(cells) == 0:
+    if len(keys) == 0 or docs.size == 0:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
-    bits = int(min(max(np.ceil(np.log2(len(keys) * 16)), 10), 26))
+    bits = _bits(len(keys))
     marked = np.zeros(1 << bits, dtype=bool)
-    marked[_slots(keys, bits)] = True
-    candidates = np.flatnonzero(marked[_slots(cells, bits)])
-    which = pd.Index(keys).get_indexer(cells[candidates])
+    marked[_hash_in_place(keys.astype(np.uint64), bits)] = True
+    depth = docs.shape[1]
+    cells = docs.astype(np.uint64)  # PAD (-1) wraps exactly as it would in int64: row * universe - 1
+    cells += (np.arange(len(docs), dtype=np.uint64) * np.uint64(universe))[:, None]
+    candidates = np.flatnonzero(marked[_hash_in_place(cells, bits).ravel()])
+    exact = (candidates // depth) * universe + docs.ravel()[candidates]
+    which = pd.Index(keys).get_indexer(exact)
     hit = which >= 0
     return candidates[hit], which[hit]
 
@@ -113,8 +126,7 @@ def judge(run: Run, qrels: Qrels, query_ids: list[str]) -> Judged:
     di = positions(run.doc_index, codes.doc_vocab)[doc_codes]
     in_run = di >= 0
     keys = qi[in_run] * universe + di[in_run]
-    cells = np.arange(n, dtype=np.int64)[:, None] * universe + docs
-    flat, which = lookup(keys, cells.ravel())
+    flat, which = lookup(keys, docs, universe)
     rows, cols = np.divmod(flat, docs.shape[1]) if docs.shape[1] else (flat, flat)
     hits = Hits(rows, cols, grades[in_run][which], n)
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -24,11 +23,16 @@ class QrelsCodes:
 
 @dataclass(frozen=True)
 class Qrels:
-    """Judgments: ``grades[i]`` is the grade of document ``doc_ids[i]`` for question ``query_ids[i]``."""
+    """Judgments: ``grades[i]`` is the grade of document ``doc_ids[i]`` for question ``query_ids[i]``.
+
+    A (question, document) pair is judged once at most (refused on construction); ``codes`` is the integer form.
+    """
 
     query_ids: np.ndarray
     doc_ids: np.ndarray
     grades: np.ndarray
+    codes: QrelsCodes = field(init=False, repr=False, compare=False)
+    _relevant: dict[int, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "query_ids", np.asarray(self.query_ids, dtype=object))
@@ -36,6 +40,7 @@ class Qrels:
         object.__setattr__(self, "grades", np.asarray(self.grades, dtype=np.int64))
         if not (len(self.query_ids) == len(self.doc_ids) == len(self.grades)):
             raise ValueError("query_ids, doc_ids and grades must have the same length")
+        object.__setattr__(self, "codes", self._encode())
 
     @classmethod
     def from_dict(cls, judgments: dict[str, dict[str, int]]) -> Qrels:
@@ -54,15 +59,16 @@ class Qrels:
     def __len__(self) -> int:
         return len(self.grades)
 
-    @cached_property
-    def codes(self) -> QrelsCodes:
-        """The integer form, built on first use and kept (the arrays are never modified in place)."""
+    def _encode(self) -> QrelsCodes:
+        """The integer form; building it is also the check that no (question, document) pair is judged twice."""
         query_codes, query_vocab = pd.factorize(self.query_ids)
         doc_codes, doc_vocab = pd.factorize(self.doc_ids)
         if len(self.grades):
-            pairs = query_codes.astype(np.int64) * len(doc_vocab) + doc_codes
-            if pd.Index(pairs).has_duplicates:
-                raise ValueError("judgments name a (question, document) pair twice")
+            pairs = pd.Index(query_codes.astype(np.int64) * len(doc_vocab) + doc_codes)
+            if pairs.has_duplicates:
+                i = int(np.flatnonzero(pairs.duplicated())[0])
+                raise ValueError(f"judgments name a (question, document) pair twice: question "
+                                 f"{self.query_ids[i]}, document {self.doc_ids[i]}")
         return QrelsCodes(np.asarray(query_vocab, dtype=object), query_codes.astype(np.int64),
                           np.asarray(doc_vocab, dtype=object), doc_codes.astype(np.int64),
                           pd.Index(np.asarray(query_vocab, dtype=object), dtype=object))
@@ -73,8 +79,11 @@ class Qrels:
 
     def relevant_queries(self, level: int = 1) -> list[str]:
         """Questions with a judgment at or above ``level`` (never a negative one): the ones that count in a mean."""
-        codes = self.codes
-        return codes.query_vocab[np.unique(codes.query_codes[self.grades >= max(level, 0)])].tolist()
+        level = max(level, 0)
+        if level not in self._relevant:  # kept: the arrays are never modified in place
+            codes = self.codes
+            self._relevant[level] = codes.query_vocab[np.unique(codes.query_codes[self.grades >= level])].tolist()
+        return list(self._relevant[level])
 
     def subset(self, mask: np.ndarray) -> Qrels:
         return Qrels(self.query_ids[mask], self.doc_ids[mask], self.grades[mask])
