@@ -25,7 +25,7 @@ import scipy.sparse as sp
 _ASCII_RUN = re.compile(r"\[(?:[A-Za-z0-9]-[A-Za-z0-9]|[A-Za-z0-9_])+\]\+")
 _SEPARATOR = "\x00"  # joins the texts of a batch; never part of a token of an ASCII class
 _BATCH_CHARS = 2**22  # characters per batch at most: bounds the temporary arrays of the vectorised path ...
-_BATCHES = 8  # ... and a smaller corpus is cut in about this many, so its temporaries shrink with it ...
+_BATCHES = 32  # ... and a smaller corpus is cut in about this many, so its temporaries shrink with it ...
 _MIN_BATCH_CHARS = 2**18  # ... down to this (below, per-batch costs would start to show)
 
 
@@ -79,7 +79,9 @@ class TermCounts:
 
     @cached_property
     def term_index(self) -> pd.Index:
-        return pd.Index(self.vocab)
+        """Hash index of the vocabulary. Object dtype: pandas' default string dtype would load Arrow's string
+        kernels (~16 MB resident) and convert every looked-up term."""
+        return pd.Index(self.vocab, dtype=object)
 
     @cached_property
     def id_order(self) -> np.ndarray:
@@ -120,7 +122,7 @@ class _Vocabulary:
             return out
         words = [terms[i] for i in kept]
         if self.fixed is not None:
-            out[kept] = self.fixed.get_indexer(words)
+            out[kept] = self.fixed.get_indexer(pd.Index(words, dtype=object))  # no Arrow string conversion
             return out
         found = np.fromiter(map(self.ids.get, words, repeat(-1)), dtype=np.int64, count=len(words))
         new = np.flatnonzero(found < 0)
