@@ -245,7 +245,5 @@ def test_an_unknown_gain_is_refused():
 
 
 def test_judgments_naming_a_pair_twice_are_refused_plainly():
-    qrels = Qrels(np.array(["q", "q"], dtype=object), np.array(["a", "a"], dtype=object), np.array([1, 2]))
-    run = Run.from_rankings({"q": [("a", 1.0)]})
-    with pytest.raises(ValueError, match="pair twice"):
-        evaluate(run, qrels, ["mrr"])
+    with pytest.raises(ValueError, match="pair twice: question q, document a"):
+        Qrels(np.array(["q", "p", "q"], dtype=object), np.array(["a", "a", "a"], dtype=object), np.array([1, 2, 0]))
