@@ -19,16 +19,14 @@ class Judged:
 
     ``hits`` lists every retrieved document that is judged, by question and rank, valued with its grade;
     ``lengths`` counts each question's retrieved documents; ``ideal`` holds every judgment of each question
-    best first (the ideal ordering for nDCG), as ``hits`` at ranks 1, 2, ...; ``n_judged`` counts them. A
-    negative grade (TREC's -1: in the pool, not judged) is never relevant, whatever the level, and gains
-    nothing, as in trec_eval.
+    best first (the ideal ordering for nDCG), as ``hits`` at ranks 1, 2, and so on. A negative grade (TREC's
+    -1: in the pool, not judged) is never relevant, whatever the level, and gains nothing, as in trec_eval.
     """
 
     query_ids: list[str]
     hits: Hits
     lengths: np.ndarray
     ideal: Hits
-    n_judged: np.ndarray
 
     def relevant(self, level: int = 1) -> Hits:
         """The retrieved documents judged at ``level`` or above (a negative grade never is)."""
@@ -136,7 +134,7 @@ def judge(run: Run, qrels: Qrels, query_ids: list[str]) -> Judged:
     sq = qi[order]
     starts = np.concatenate(([0], np.cumsum(n_judged)[:-1]))
     ideal = Hits(sq, np.arange(len(sq)) - starts[sq], grades[order], n)
-    return Judged(list(query_ids), hits, lengths, ideal, n_judged)
+    return Judged(list(query_ids), hits, lengths, ideal)
 
 
 def judged_only(run: Run, qrels: Qrels) -> Run:

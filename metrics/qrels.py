@@ -18,7 +18,6 @@ class QrelsCodes:
     query_codes: np.ndarray
     doc_vocab: np.ndarray
     doc_codes: np.ndarray
-    query_index: pd.Index
 
 
 @dataclass(frozen=True)
@@ -70,8 +69,7 @@ class Qrels:
                 raise ValueError(f"judgments name a (question, document) pair twice: question "
                                  f"{self.query_ids[i]}, document {self.doc_ids[i]}")
         return QrelsCodes(np.asarray(query_vocab, dtype=object), query_codes.astype(np.int64),
-                          np.asarray(doc_vocab, dtype=object), doc_codes.astype(np.int64),
-                          pd.Index(np.asarray(query_vocab, dtype=object), dtype=object))
+                          np.asarray(doc_vocab, dtype=object), doc_codes.astype(np.int64))
 
     def judged_queries(self) -> list[str]:
         """Questions with at least one judgment, in first-seen order."""

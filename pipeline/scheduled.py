@@ -28,7 +28,6 @@ from pathlib import Path
 
 from pipeline.paths import CONF_DIR
 
-CONF = CONF_DIR  # the experiment files a schedule may name
 ROOT_VARIABLE = "RANKSCOPE_SCHEDULE_ROOT"
 SUMMARY_FILE = "scheduled.txt"
 MAX_SYSTEMS = 10
@@ -93,11 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                             "else multirun/scheduled)")
     p.add_argument("--gate", default="default", help="conf/gate/ entry, or 'none' for no gate")
     args = p.parse_args(argv)
-    if not (CONF / "experiment" / f"{args.name}.yaml").is_file():
-        known = ", ".join(sorted(f.stem for f in (CONF / "experiment").glob("*.yaml")))
+    if not (CONF_DIR / "experiment" / f"{args.name}.yaml").is_file():
+        known = ", ".join(sorted(f.stem for f in (CONF_DIR / "experiment").glob("*.yaml")))
         print(f"rankscope scheduled: no experiment {args.name!r} (conf/experiment/ has: {known})", file=sys.stderr)
         return EXIT_ERROR
-    if args.gate != "none" and not (CONF / "gate" / f"{args.gate}.yaml").is_file():
+    if args.gate != "none" and not (CONF_DIR / "gate" / f"{args.gate}.yaml").is_file():
         print(f"rankscope scheduled: no gate settings conf/gate/{args.gate}.yaml", file=sys.stderr)
         return EXIT_ERROR
     try:
