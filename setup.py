@@ -2,7 +2,7 @@
 
 The configs stay at the repository's top level (``conf/``), where users edit them; an editable install reads
 them there. A wheel or non-editable install has no repository, so its ``pipeline`` package gets a copy in
-``pipeline/conf/`` (see ``pipeline/paths.py``).
+``pipeline/conf/`` (see ``pipeline/config/paths.py``).
 """
 
 from pathlib import Path

@@ -3,7 +3,7 @@
 Reports wall time and memory per stage, and memory per document: what the index holds once built (its sparse
 matrices, and the growth of the process's resident memory), and the peak resident memory of the whole run,
 checked against ``--budget`` (8 GiB by default; the script exits 1 above it). Questions are ranked through the
-pipeline's chunking (``pipeline.chunked``: 1,024 questions at a time, and BM25 ranks 256 at a time inside each),
+pipeline's chunking (``pipeline.job.chunked``: 1,024 questions at a time, and BM25 ranks 256 at a time inside each),
 so ranking memory depends on the chunk, not on how many questions there are.
 
 The corpus is the bench's seeded synthetic one (``bench.corpus.synthetic``): words drawn from a Zipf
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from bench.corpus import synthetic
-    from pipeline.chunked import rank_in_chunks
+    from pipeline.job.chunked import rank_in_chunks
     from retrievers import BM25
 
     rows: list[tuple[str, float, int, int]] = []  # stage, seconds, resident after, the stage's peak

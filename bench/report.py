@@ -139,7 +139,7 @@ def write_corpus(n: int, questions: int, work: Path) -> Path:
 def write_scifact(work: Path) -> Path | None:
     if not SCIFACT.is_dir():
         return None
-    from pipeline.beir import find_corpus_file, read_jsonl
+    from pipeline.data.beir import find_corpus_file, read_jsonl
 
     path = work / "scifact.pkl"
     if not path.exists():

@@ -1,6 +1,6 @@
 """``python -m pipeline [-m] [overrides]``: see README.md, "Running experiments"."""
 
-from pipeline.cli import main
+from pipeline.app import main
 
 if __name__ == "__main__":
     main()

@@ -1,6 +1,6 @@
 """``python -m pipeline.compare BASELINE CANDIDATE``: is one run better, worse, or indistinguishable from another?
 
-Each side is a run selector (``pipeline.selectors``: run id, run name, ``tag:baseline=true``, ``best:ndcg_at_10``,
+Each side is a run selector (``pipeline.tracking.selectors``: run id, run name, ``tag:baseline=true``, ``best:ndcg_at_10``,
 ``latest``). Both runs' per-question tables are read back from MLflow and aligned by question id; the runs must
 have been measured on the same corpus and judgments (same digest) with the same evaluation settings, unless
 ``--allow-different-corpus``. For every metric: both means, the paired difference with its bootstrap interval,
@@ -36,12 +36,11 @@ from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEE
 from metrics.comparison import BETTER, SAME, WORSE, Comparison, GateResult, compare
 from metrics.errors import InputError
 from metrics.spec import parse_metric, parse_metrics
-from pipeline.job import PER_QUESTION_TABLE
-from pipeline.record import read_table, store_error
-from pipeline.redact import redact_text
-from pipeline.report import _format as format_table
-from pipeline.selectors import SelectorError, describe, literal, resolve
-from pipeline.tracking import (
+from pipeline.common.redact import redact_text
+from pipeline.job.results import PER_QUESTION_TABLE
+from pipeline.reports.text import _format as format_table
+from pipeline.tracking.records import read_table, store_error
+from pipeline.tracking.runs import (
     TAG_CORPUS_DIGEST,
     TAG_KIND,
     TAG_OVERRIDES,
@@ -50,6 +49,7 @@ from pipeline.tracking import (
     run_location,
     tracking_uri,
 )
+from pipeline.tracking.selectors import SelectorError, describe, literal, resolve
 
 PROG = "rankscope compare"
 PERMUTATIONS = 10000

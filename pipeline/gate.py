@@ -8,7 +8,7 @@ could not decide (no such run, runs on different corpora, a metric missing, the 
 - ``python -m pipeline -m experiment=nightly gate=default``: a sweep, then the gate on its best system
   (``gate.candidate``: ``best`` by the first gate metric, or a system's name); the command's status is the gate's.
 
-Settings: ``conf/gate/<name>.yaml``, typed by ``pipeline.schema.GateConfig``. With ``adopt_first`` and a
+Settings: ``conf/gate/<name>.yaml``, typed by ``pipeline.config.schema.GateConfig``. With ``adopt_first`` and a
 ``tag:KEY=VALUE`` baseline that no run carries yet, the candidate becomes the baseline and the gate passes.
 """
 
@@ -30,6 +30,7 @@ from omegaconf.errors import OmegaConfBaseException
 from metrics.comparison import gate
 from metrics.errors import InputError
 from metrics.spec import parse_metrics
+from pipeline.common.redact import one_line, redact_text
 from pipeline.compare import (
     TAG_GATE,
     TAG_GATE_REASON,
@@ -44,11 +45,10 @@ from pipeline.compare import (
     record,
     shared_metrics,
 )
-from pipeline.paths import CONF_DIR
-from pipeline.record import store_error
-from pipeline.redact import one_line, redact_text
-from pipeline.schema import GateConfig
-from pipeline.selectors import NoMatch, describe, metric_key, resolve
+from pipeline.config.paths import CONF_DIR
+from pipeline.config.schema import GateConfig
+from pipeline.tracking.records import store_error
+from pipeline.tracking.selectors import NoMatch, describe, metric_key, resolve
 
 PROG = "rankscope gate"
 EXIT_PASS, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2

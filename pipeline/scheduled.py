@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
-from pipeline.paths import CONF_DIR
+from pipeline.config.paths import CONF_DIR
 
 ROOT_VARIABLE = "RANKSCOPE_SCHEDULE_ROOT"
 SUMMARY_FILE = "scheduled.txt"

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
-from pipeline.postgres import PostgresError, free_port, local_postgres
+from pipeline.team.postgres import PostgresError, free_port, local_postgres
 
 LOOPBACK = "127.0.0.1"
 EVERY_INTERFACE = "0.0.0.0"

@@ -1,7 +1,7 @@
 """``python -m pipeline.sync FOLDER``: log what jobs computed while the tracking store was not answering.
 
 FOLDER is a sweep folder (``multirun/<date>/<time>-<id>/``) or one job's or single run's folder. Every
-``record.json`` not yet logged becomes its MLflow run (never twice: see ``pipeline.record.publish``); a sweep's
+``record.json`` not yet logged becomes its MLflow run (never twice: see ``pipeline.tracking.records.publish``); a sweep's
 parent run is then summarised and closed again, and the sweep's gate runs if it had one. Running it again, or on
 a folder whose results are all logged, changes nothing.
 
@@ -23,12 +23,12 @@ from mlflow.exceptions import MlflowException
 from omegaconf import OmegaConf
 
 from metrics.errors import InputError
-from pipeline.context import SweepHandle
-from pipeline.record import RECORD_FILE, JobRecord, TrackingUnavailable, pending_records, publish, store_error
-from pipeline.redact import redact_text
-from pipeline.resume import lock_sweep, release_sweep, reopen_parent
-from pipeline.sweep import close_sweep, run_sweep_gate
-from pipeline.tracking import TAG_OVERRIDES
+from pipeline.common.redact import redact_text
+from pipeline.job.context import SweepHandle
+from pipeline.sweep.callback import close_sweep, run_sweep_gate
+from pipeline.sweep.resume import lock_sweep, release_sweep, reopen_parent
+from pipeline.tracking.records import RECORD_FILE, JobRecord, TrackingUnavailable, pending_records, publish, store_error
+from pipeline.tracking.runs import TAG_OVERRIDES
 
 PROG = "rankscope sync"
 MULTIRUN_CONFIG = "multirun.yaml"  # Hydra's record of the sweep's configuration, in the sweep folder

@@ -59,12 +59,12 @@ def log_run(folder: Path, *overrides: str, experiment: str = "rankscope") -> str
     ``<folder>/mlflow.db``; returns its MLflow run id."""
     from hydra import compose, initialize_config_dir
 
-    import pipeline.cli  # registers the schemas and the rankscope.stamp resolver
-    from pipeline.context import JobContext
-    from pipeline.runner import run_job
+    import pipeline.app  # registers the schemas and the rankscope.stamp resolver
+    from pipeline.job.context import JobContext
+    from pipeline.job.runner import run_job
 
     uri = f"sqlite:///{folder / 'mlflow.db'}"
-    with initialize_config_dir(config_dir=str(pipeline.cli.CONF_DIR), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[*overrides, f"tracking.uri={uri}", f"tracking.experiment={experiment}",
                                            f"cache.dir={folder / 'cache'}"])
     output = folder / "outputs" / uuid.uuid4().hex[:8]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from metrics.errors import InputError
-from pipeline.beir import load_beir
+from pipeline.data.beir import load_beir
 
 
 def write_beir(folder: Path, docs, queries, qrels: str, gz: bool = False) -> Path:

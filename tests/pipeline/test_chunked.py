@@ -7,7 +7,8 @@ import io
 import numpy as np
 import pytest
 
-from pipeline import chunked, progress
+from pipeline.common import progress
+from pipeline.job import chunked
 from retrievers import BM25, LSA, RRF, WeightedSum
 from retrievers.base import BLOCK_CELLS
 

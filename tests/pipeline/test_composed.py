@@ -9,15 +9,15 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf, open_dict
 
-import pipeline.cli
-from pipeline.composed import ComposedConfigs, compose_normally, compose_once
-from pipeline.sweep import job_override_lists, validate_jobs
+import pipeline.app
+from pipeline.config.hydra_internals import ComposedConfigs, compose_normally, compose_once
+from pipeline.sweep.callback import job_override_lists, validate_jobs
 
 SWEEP = ["retriever.k1=0.9,1.2", "retriever.b=0.4,0.75"]
 
 
 def test_validation_sweeper_and_launcher_share_one_composition_per_job():
-    with initialize_config_dir(config_dir=str(pipeline.cli.CONF_DIR), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
         master = compose("config", return_hydra_config=True)
         loader = GlobalHydra.instance().config_loader()
         jobs = job_override_lists(master, SWEEP)

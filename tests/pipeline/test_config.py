@@ -9,13 +9,13 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-import pipeline.cli  # registers the schemas and the rankscope.stamp resolver
+import pipeline.app  # registers the schemas and the rankscope.stamp resolver
 from metrics.errors import InputError
-from pipeline.build import check_config, load_collection, make_retriever, make_tokenizer, metric_plan
-from pipeline.schema import BM25Config, LSAConfig, RRFConfig, WeightedConfig
+from pipeline.config.build import check_config, load_collection, make_retriever, make_tokenizer, metric_plan
+from pipeline.config.schema import BM25Config, LSAConfig, RRFConfig, WeightedConfig
 from retrievers import BM25, LSA, RRF, Rerank, RunFile, WeightedSum
 
-CONF = Path(pipeline.cli.CONF_DIR)
+CONF = Path(pipeline.app.CONF_DIR)
 REPO = CONF.parent
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from pipeline.cli import stamp, unescape
-from pipeline.context import SweepHandle, system_name
+from pipeline.app import stamp, unescape
+from pipeline.job.context import SweepHandle, system_name
 
 
 def test_a_run_is_named_by_its_retriever_when_only_the_retriever_varies():

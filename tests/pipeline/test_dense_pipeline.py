@@ -13,7 +13,7 @@ import pytest
 from mlflow import MlflowClient
 
 from metrics.errors import InputError
-from pipeline.job import evaluate_job
+from pipeline.job.results import evaluate_job
 from tests.pipeline.helpers import REPO, run_pipeline
 from tests.pipeline.test_config import composed
 

@@ -17,8 +17,9 @@ from mlflow import MlflowClient
 
 from metrics.errors import InputError
 from metrics.evaluate import evaluate
-from pipeline.build import metric_plan
-from pipeline.diagnose_job import (
+from pipeline.analysis.diagnosis import CLASSES, DiagnosisSettings, diagnose
+from pipeline.config.build import metric_plan
+from pipeline.job.diagnose import (
     COLUMNS,
     JobDiagnosis,
     add_columns,
@@ -27,8 +28,7 @@ from pipeline.diagnose_job import (
     diagnosis_settings,
     histogram_metric,
 )
-from pipeline.diagnosis import CLASSES, DiagnosisSettings, diagnose
-from pipeline.job import per_question_table
+from pipeline.job.results import per_question_table
 from tests.pipeline.test_config import composed
 
 SYSTEMS = ["BM25", "LSA", "weighted", "RRF"]

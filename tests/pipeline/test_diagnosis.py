@@ -7,8 +7,7 @@ import pytest
 from metrics.evaluate import evaluate
 from metrics.qrels import Qrels
 from metrics.run import Run
-from pipeline.collection import Collection
-from pipeline.diagnosis import (
+from pipeline.analysis.diagnosis import (
     CLASSES,
     DiagnosisSettings,
     _remembered_columns,
@@ -18,6 +17,7 @@ from pipeline.diagnosis import (
     failure_metrics,
     shingles,
 )
+from pipeline.data.collection import Collection
 from retrievers.text import Tokenizer
 
 SYSTEMS = ["BM25", "LSA", "weighted", "RRF"]

@@ -1,7 +1,7 @@
 """The regression gate's exit status: 0 pass, 1 regression beyond the tolerance, 2 cannot decide.
 
 The constructed cases are real MLflow runs (SQLite store) whose per-question tables are made up, logged through
-the same code path as a job's results (``pipeline.record``).
+the same code path as a job's results (``pipeline.tracking.records``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 from mlflow import MlflowClient
 
 from pipeline.gate import main
-from pipeline.job import PER_QUESTION_TABLE
-from pipeline.record import JobRecord, publish, save_table
-from pipeline.tracking import TAG_CORPUS_DIGEST, TAG_KIND, TAG_SYSTEM, open_experiment
+from pipeline.job.results import PER_QUESTION_TABLE
+from pipeline.tracking.records import JobRecord, publish, save_table
+from pipeline.tracking.runs import TAG_CORPUS_DIGEST, TAG_KIND, TAG_SYSTEM, open_experiment
 from tests.pipeline.helpers import log_run, run_pipeline
 
 N = 200

@@ -11,9 +11,9 @@ import pytest
 
 from metrics.bootstrap import bootstrap_ci
 from metrics.evaluate import evaluate
-from pipeline import plots
-from pipeline.diagnosis import diagnose, failure_counts
-from pipeline.html_report import (
+from pipeline.analysis.diagnosis import diagnose, failure_counts
+from pipeline.reports import plots
+from pipeline.reports.html import (
     Section,
     figure_filename,
     means_table,

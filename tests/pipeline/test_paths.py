@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.paths import CONF_DIR, REPO_CONF, conf_dir
+from pipeline.config.paths import CONF_DIR, REPO_CONF, conf_dir
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "conf", "pipeline", "retrievers", "metrics"]

@@ -12,8 +12,8 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 
 from metrics.bootstrap import paired_difference
 from metrics.evaluate import evaluate
-from pipeline import plots
-from pipeline.html_report import figure_png
+from pipeline.reports import plots
+from pipeline.reports.html import figure_png
 from retrievers import BM25, LSA
 
 

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from pipeline.identity import TAG_CODE_VERSION, TAG_CONFIG_DIGEST, config_digest
-from pipeline.job import PER_QUESTION_TABLE
-from pipeline.record import JobRecord, TrackingUnavailable, pending_records, publish, read_table, save_table
+from pipeline.job.results import PER_QUESTION_TABLE
 from pipeline.sync import main as sync_main
-from pipeline.tracking import TAG_CORPUS_DIGEST, TAG_KIND, Tracker, open_experiment
+from pipeline.tracking.identity import TAG_CODE_VERSION, TAG_CONFIG_DIGEST, config_digest
+from pipeline.tracking.records import JobRecord, TrackingUnavailable, pending_records, publish, read_table, save_table
+from pipeline.tracking.runs import TAG_CORPUS_DIGEST, TAG_KIND, Tracker, open_experiment
 
 
 @pytest.fixture

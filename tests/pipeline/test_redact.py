@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.redact import MASK, one_line, redact_text, redact_tree, redact_value
+from pipeline.common.redact import MASK, one_line, redact_text, redact_tree, redact_value
 
 
 @pytest.mark.parametrize("text, secret, kept", [
@@ -66,6 +66,6 @@ def test_a_multi_line_error_becomes_one_line_with_its_cause():
     "what causes tokenization errors?", "plain question about BM25", "",
 ])
 def test_the_quick_check_never_skips_text_a_pattern_would_change(text):
-    from pipeline.redact import _redact_all
+    from pipeline.common.redact import _redact_all
 
     assert redact_text(text) == _redact_all(text)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from pipeline.record import JobRecord
 from pipeline.server import ServerSettings, tracking_server
+from pipeline.tracking.records import JobRecord
 from tests.pipeline.helpers import cli_env, run_pipeline
 
 K1 = ["0.3", "0.6", "0.9", "1.2"]
@@ -121,10 +121,10 @@ def test_a_result_computed_while_the_store_was_down_is_logged_by_the_next_attemp
     """The resume path: the job's folder holds a pending record; the next run of the job logs it as it is."""
     from hydra import compose, initialize_config_dir
 
-    import pipeline.cli
-    from pipeline.context import JobContext, SweepHandle
-    from pipeline.runner import run_job
-    from pipeline.tracking import Tracker, open_experiment
+    import pipeline.app
+    from pipeline.job.context import JobContext, SweepHandle
+    from pipeline.job.runner import run_job
+    from pipeline.tracking.runs import Tracker, open_experiment
 
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     uri = f"sqlite:///{launch_dir / 'mlflow.db'}"
@@ -135,7 +135,7 @@ def test_a_result_computed_while_the_store_was_down_is_logged_by_the_next_attemp
     ctx = JobContext(launch_dir=launch_dir, output_dir=sweep_dir / "0", sweep_dir=sweep_dir)
 
     def job(tracking_uri: str):
-        with initialize_config_dir(config_dir=str(pipeline.cli.CONF_DIR), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=[f"tracking.uri={tracking_uri}", f"cache.dir={launch_dir / 'cache'}"])
         return run_job(cfg, ctx)
 

@@ -93,7 +93,7 @@ def test_a_corrupted_cache_file_is_detected_and_rebuilt(four_systems, tmp_path, 
 
 def test_a_cache_limit_that_is_not_a_size_stops_before_any_work():
     from metrics.errors import InputError
-    from pipeline.build import check_config
+    from pipeline.config.build import check_config
     from tests.pipeline.test_config import composed
 
     check_config(composed("cache.limit=500MiB"))

@@ -7,8 +7,8 @@ import pandas as pd
 
 from metrics.bootstrap import paired_difference
 from metrics.spec import parse_metrics
-from pipeline.report import sweep_report
-from pipeline.summary import SystemRun, summarize
+from pipeline.analysis.summary import SystemRun, summarize
+from pipeline.reports.text import sweep_report
 
 SHOW = parse_metrics("hit_rate@3,ndcg@5")
 QUESTIONS = [f"q{i:02d}" for i in range(1, 9)]

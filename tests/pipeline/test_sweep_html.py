@@ -11,11 +11,11 @@ import pytest
 from mlflow import MlflowClient
 
 from metrics.spec import parse_metrics
-from pipeline.build import metric_plan
-from pipeline.diagnosis import DiagnosisSettings
-from pipeline.summary import SystemRun, summarize
-from pipeline.sweep_html import REPORT_FILE, long_means, plots_and_report, report_html, sweep_figures
-from pipeline.tracking import Tracker, open_experiment
+from pipeline.analysis.diagnosis import DiagnosisSettings
+from pipeline.analysis.summary import SystemRun, summarize
+from pipeline.config.build import metric_plan
+from pipeline.sweep.report import REPORT_FILE, long_means, plots_and_report, report_html, sweep_figures
+from pipeline.tracking.runs import Tracker, open_experiment
 
 PLAN = metric_plan({"k": [5], "measures": ["hit_rate", "ndcg"], "show": ["hit_rate@5", "ndcg@5"],
                     "primary": "ndcg@5", "level": 1, "gain": "linear", "missing": "zero",

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pipeline.postgres import binaries_available, find_binary
 from pipeline.server import ServerError, ServerSettings, create_schema, redact, team_server, with_driver
+from pipeline.team.postgres import binaries_available, find_binary
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENTS = 4

@@ -18,12 +18,12 @@ import pytest
 from hydra import compose, initialize_config_dir
 from mlflow import MlflowClient
 
-import pipeline.cli
+import pipeline.app
 from metrics.errors import InputError
-from pipeline.tuning import OPTIMISATION_RESULTS, check_tuning, fixed_overrides
+from pipeline.sweep.tuning import OPTIMISATION_RESULTS, check_tuning, fixed_overrides
 from tests.pipeline.helpers import cli_env, run_pipeline
 
-HELPDESK = Path(pipeline.cli.CONF_DIR).parent / "pipeline" / "data" / "helpdesk"
+HELPDESK = Path(pipeline.app.CONF_DIR).parent / "pipeline" / "data" / "helpdesk"
 TRAIN = [f"q{i:02d}" for i in range(1, 8)]
 TEST = [f"q{i:02d}" for i in range(8, 15)]
 TRIALS = 3
@@ -44,7 +44,7 @@ def hook(event, args):
             os.write(fd, (path + "\\n").encode())
 sys.addaudithook(hook)
 sys.argv[0] = "pipeline"
-from pipeline.cli import main
+from pipeline.app import main
 main()
 '''.replace("{results}", OPTIMISATION_RESULTS)
 
@@ -129,7 +129,7 @@ def test_tuning_on_train_never_reads_the_test_judgments(tuned):
     judgments = [Path(p).name for p in opened if p.endswith(".tsv")]
     end_of_search = next(i for i, p in enumerate(opened) if p.endswith(OPTIMISATION_RESULTS))
     during = [Path(p).name for p in opened[:end_of_search] if p.endswith(".tsv")]
-    # the trials read the train judgments and nothing else (once: a process loads a corpus once, pipeline.reuse)
+    # the trials read the train judgments and nothing else (once: a process loads a corpus once, pipeline.job.reuse)
     assert set(during) == {"train.tsv"}
     assert judgments.count("test.tsv") >= 1 and "test.tsv" not in during  # test: only after the search
     # and as MLflow recorded it, run by run: trials scored train questions only
@@ -158,7 +158,7 @@ def test_tuning_and_reporting_on_the_same_split_is_refused_in_one_line(launch_di
 
 
 def tuning_config(*overrides: str):
-    with initialize_config_dir(config_dir=str(pipeline.cli.CONF_DIR), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
         return compose("config", overrides=["experiment=tune_bm25_scifact", *overrides], return_hydra_config=True)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from metrics.evaluate import evaluate
-from pipeline.beir import load_beir
+from pipeline.data.beir import load_beir
 from retrievers import BM25
 from retrievers.text import Tokenizer
 from retrievers.topk import top_k_dense

@@ -1,10 +1,10 @@
 """Failure diagnosis inside a job: classify every question, extend its per-question table, count, plot, print.
 
-It sits between :func:`pipeline.job.evaluate_job` and the logging in :mod:`pipeline.runner`: the classes and
+It sits between :func:`pipeline.job.results.evaluate_job` and the logging in :mod:`pipeline.job.runner`: the classes and
 their evidence become columns of the per-question table (so the CSV, the MLflow table and the end-of-sweep
 report all carry them), the counts join the job's one batch of metrics as ``failures/<class>``, and the
 per-run plots are saved in the job's folder and logged as the run's ``plots/*.png``. The rules themselves live in
-:mod:`pipeline.diagnosis`; this module only wires them to the config, the files and MLflow.
+:mod:`pipeline.analysis.diagnosis`; this module only wires them to the config, the files and MLflow.
 """
 
 from __future__ import annotations
@@ -21,12 +21,19 @@ from matplotlib.figure import Figure
 
 from metrics.errors import InputError
 from metrics.spec import parse_metric
-from pipeline.build import MetricPlan, make_tokenizer
-from pipeline.diagnosis import CLASSES, DiagnosisSettings, diagnose, diagnosis_text, failure_counts, failure_metrics
-from pipeline.html_report import save_figures
-from pipeline.job import JobResult
-from pipeline.plots import failure_bars, metric_histogram
-from pipeline.tracking import Tracker
+from pipeline.analysis.diagnosis import (
+    CLASSES,
+    DiagnosisSettings,
+    diagnose,
+    diagnosis_text,
+    failure_counts,
+    failure_metrics,
+)
+from pipeline.config.build import MetricPlan, make_tokenizer
+from pipeline.job.results import JobResult
+from pipeline.reports.html import save_figures
+from pipeline.reports.plots import failure_bars, metric_histogram
+from pipeline.tracking.runs import Tracker
 
 TEXT_FILE = "diagnosis.txt"  # the full diagnosis section, in the job's folder and among its artifacts
 PLOTS_DIR = "plots"  # per-run figures: <job folder>/plots/*.png, artifacts plots/*.png
@@ -82,7 +89,7 @@ def check_diagnosis(cfg: Mapping[str, Any], plan: MetricPlan) -> None:
 
 @dataclass
 class JobDiagnosis:
-    """One job's diagnosis: the table of :func:`pipeline.diagnosis.diagnose`, its text and its figures."""
+    """One job's diagnosis: the table of :func:`pipeline.analysis.diagnosis.diagnose`, its text and its figures."""
 
     system: str
     table: pd.DataFrame
@@ -165,7 +172,7 @@ def add_columns(per_question: pd.DataFrame, table: pd.DataFrame) -> None:
 
 def diagnosis_from_table(per_question: pd.DataFrame) -> pd.DataFrame | None:
     """The inverse of :func:`add_columns`, from a per-question table read back (index: question id): the
-    columns :func:`pipeline.html_report.sweep_report` shows. None for a run logged without a diagnosis."""
+    columns :func:`pipeline.reports.html.sweep_report` shows. None for a run logged without a diagnosis."""
     if not set(COLUMNS) <= set(per_question.columns):
         return None
     frame = pd.DataFrame(index=per_question.index)

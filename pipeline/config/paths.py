@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-REPO_CONF = Path(__file__).resolve().parents[1] / "conf"
-PACKAGED_CONF = Path(__file__).resolve().parent / "conf"
+REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
+PACKAGED_CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 def conf_dir(repo: Path = REPO_CONF, packaged: Path = PACKAGED_CONF) -> Path:

@@ -9,8 +9,8 @@ gate when ``gate=...`` is set (the command's exit status is the gate's); a tunin
 If the sweep dies before that, an exit handler closes the parent FAILED: it is never left RUNNING.
 
 A sweep started again in the same folder (``hydra.sweep.dir``) resumes: same parent run, finished jobs skipped
-(``pipeline.resume``). If the store stops answering, the jobs' results wait in their folders for
-``python -m pipeline.sync`` (``pipeline.record``).
+(``pipeline.sweep.resume``). If the store stops answering, the jobs' results wait in their folders for
+``python -m pipeline.sync`` (``pipeline.tracking.records``).
 """
 
 from __future__ import annotations
@@ -31,19 +31,20 @@ from omegaconf import DictConfig, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from metrics.errors import InputError
-from pipeline import progress
-from pipeline.build import check_config, metric_plan
-from pipeline.composed import ComposedConfigs, compose_normally, compose_once
-from pipeline.context import SweepHandle
-from pipeline.diagnose_job import check_diagnosis
-from pipeline.record import pending_records, store_error
-from pipeline.redact import one_line, redact_text
-from pipeline.report import sweep_report
-from pipeline.resume import lock_sweep, reopen_parent
-from pipeline.runner import PROG, config_tags
-from pipeline.summary import SweepSummary, SystemRun, child_runs, summarize
-from pipeline.sweep_html import plots_and_report
-from pipeline.tracking import (
+from pipeline.analysis.summary import SweepSummary, SystemRun, child_runs, summarize
+from pipeline.common import progress
+from pipeline.common.redact import one_line, redact_text
+from pipeline.config.build import check_config, metric_plan
+from pipeline.config.hydra_internals import ComposedConfigs, compose_normally, compose_once
+from pipeline.job.context import SweepHandle
+from pipeline.job.diagnose import check_diagnosis
+from pipeline.job.runner import PROG, config_tags
+from pipeline.reports.text import sweep_report
+from pipeline.sweep.report import plots_and_report
+from pipeline.sweep.resume import lock_sweep, reopen_parent
+from pipeline.sweep.tuning import check_tuning, finish_tuning, is_tuning
+from pipeline.tracking.records import pending_records, store_error
+from pipeline.tracking.runs import (
     TAG_KIND,
     TAG_OVERRIDES,
     TAG_SWEEP_DIR,
@@ -52,7 +53,6 @@ from pipeline.tracking import (
     run_location,
     tracking_uri,
 )
-from pipeline.tuning import check_tuning, finish_tuning, is_tuning
 
 SUMMARY_TEXT = "summary.txt"
 SYSTEMS_FILE = "systems.csv"

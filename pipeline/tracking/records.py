@@ -24,10 +24,10 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Run
 
-from pipeline.identity import TAG_CONFIG_DIGEST, Identity
-from pipeline.jsonfile import read_json, write_json
-from pipeline.redact import one_line, redact_text, redact_tree, redact_value
-from pipeline.tracking import TAG_KIND, Tracker, redacted_frame
+from pipeline.common.jsonfile import read_json, write_json
+from pipeline.common.redact import one_line, redact_text, redact_tree, redact_value
+from pipeline.tracking.identity import TAG_CONFIG_DIGEST, Identity
+from pipeline.tracking.runs import TAG_KIND, Tracker, redacted_frame
 
 RECORD_FILE = "record.json"
 TAG_RECORD = "rankscope.record"
@@ -52,7 +52,7 @@ class JobRecord:
     tags: dict[str, str]
     params: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, float] = field(default_factory=dict)
-    dataset: dict[str, str] | None = None  # pipeline.tracking.dataset_fields
+    dataset: dict[str, str] | None = None  # pipeline.tracking.runs.dataset_fields
     table: str | None = None  # the per-question table's file in the job folder (MLflow's table JSON)
     table_dtypes: dict[str, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # artifacts, relative to the job folder

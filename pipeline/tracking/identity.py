@@ -15,8 +15,8 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from pipeline.build import plain
-from pipeline.tracking import REPO, TAG_CORPUS_DIGEST, provenance_tags
+from pipeline.config.build import plain
+from pipeline.tracking.runs import REPO, TAG_CORPUS_DIGEST, provenance_tags
 
 TAG_CONFIG_DIGEST = "rankscope.config_digest"
 TAG_CODE_VERSION = "rankscope.code_version"

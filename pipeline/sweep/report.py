@@ -1,6 +1,6 @@
 """A sweep's plots and its self-contained HTML report, built from the end-of-sweep summary.
 
-The summary is read back from MLflow (:mod:`pipeline.summary`), so this works alike under the basic and the
+The summary is read back from MLflow (:mod:`pipeline.analysis.summary`), so this works alike under the basic and the
 joblib launcher: every input here is a child run's metrics or its per-question table. The figures are saved
 in ``<sweep dir>/plots/`` and logged to the parent as ``plots/*.png``; ``report.html`` (tables and the same
 figures embedded) is saved in the sweep folder and logged to the parent.
@@ -17,15 +17,15 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from pipeline.build import MetricPlan
-from pipeline.diagnose_job import PLOTS_DIR, diagnosis_from_table, diagnosis_settings, save_and_log_figures
-from pipeline.diagnosis import DiagnosisSettings
-from pipeline.html_report import sweep_report, write_report
-from pipeline.plots import first_relevant_heatmap, means_bars, paired_bootstrap
-from pipeline.redact import redact_text
-from pipeline.runner import PROG
-from pipeline.summary import SweepSummary
-from pipeline.tracking import Tracker
+from pipeline.analysis.diagnosis import DiagnosisSettings
+from pipeline.analysis.summary import SweepSummary
+from pipeline.common.redact import redact_text
+from pipeline.config.build import MetricPlan
+from pipeline.job.diagnose import PLOTS_DIR, diagnosis_from_table, diagnosis_settings, save_and_log_figures
+from pipeline.job.runner import PROG
+from pipeline.reports.html import sweep_report, write_report
+from pipeline.reports.plots import first_relevant_heatmap, means_bars, paired_bootstrap
+from pipeline.tracking.runs import Tracker
 
 REPORT_FILE = "report.html"
 

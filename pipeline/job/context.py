@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from pipeline.jsonfile import read_json, write_json
+from pipeline.common.jsonfile import read_json, write_json
 
 HANDOFF_FILE = "mlflow_sweep.json"
 

@@ -3,7 +3,7 @@
 A job that fails on bad input (a missing corpus folder, an unknown key added with ``+``, a value out of range)
 logs a FAILED run with the reason as a tag and prints that reason on one line; in a sweep the other jobs go
 on. Any other exception also logs a FAILED run, then propagates (it is a bug, and deserves its traceback).
-The MLflow run is created once the results exist (``pipeline.record``), with the job's start time.
+The MLflow run is created once the results exist (``pipeline.tracking.records``), with the job's start time.
 """
 
 from __future__ import annotations
@@ -20,19 +20,19 @@ from mlflow.exceptions import MlflowException
 from omegaconf import DictConfig
 
 from metrics.errors import InputError
-from pipeline.build import check_config, metric_plan, plain
-from pipeline.collection import Collection
-from pipeline.context import JobContext, SweepHandle, system_name
-from pipeline.diagnose_job import PLOTS_DIR, check_diagnosis, diagnose_job
-from pipeline.html_report import save_figures
-from pipeline.identity import TAG_CONFIG_DIGEST, Identity, code_version, config_digest
-from pipeline.job import PER_QUESTION_TABLE, JobResult, evaluate_job, write_results
-from pipeline.record import JobRecord, TrackingUnavailable, finished_run, now_ms, publish, save_table
-from pipeline.redact import redact_text
-from pipeline.report import job_report
-from pipeline.reuse import shared_collection
-from pipeline.summary import TAG_JOB
-from pipeline.tracking import (
+from pipeline.analysis.summary import TAG_JOB
+from pipeline.common.redact import redact_text
+from pipeline.config.build import check_config, metric_plan, plain
+from pipeline.data.collection import Collection
+from pipeline.job.context import JobContext, SweepHandle, system_name
+from pipeline.job.diagnose import PLOTS_DIR, check_diagnosis, diagnose_job
+from pipeline.job.results import PER_QUESTION_TABLE, JobResult, evaluate_job, write_results
+from pipeline.job.reuse import shared_collection
+from pipeline.reports.html import save_figures
+from pipeline.reports.text import job_report
+from pipeline.tracking.identity import TAG_CONFIG_DIGEST, Identity, code_version, config_digest
+from pipeline.tracking.records import JobRecord, TrackingUnavailable, finished_run, now_ms, publish, save_table
+from pipeline.tracking.runs import (
     TAG_CORPUS_DIGEST,
     TAG_KIND,
     TAG_OVERRIDES,
@@ -97,7 +97,7 @@ def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = 
         check_config(cfg)
         check_diagnosis(cfg, metric_plan(cfg.metrics))  # a bad diagnosis block fails before the work
         started = time.perf_counter()
-        collection = shared_collection(cfg.corpus, ctx.launch_dir)  # loaded once per process (pipeline.reuse)
+        collection = shared_collection(cfg.corpus, ctx.launch_dir)  # loaded once per process (pipeline.job.reuse)
         loaded = time.perf_counter() - started
         identity = Identity(tags[TAG_CONFIG_DIGEST], collection.digest, code_version())
         tags.update(identity.tags())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pipeline.job import JobResult
-from pipeline.summary import SweepSummary
+from pipeline.analysis.summary import SweepSummary
+from pipeline.job.results import JobResult
 
 MAX_RANK_ROWS = 30  # beyond this many questions, the rank table shows only those some system misses
 

@@ -1,8 +1,8 @@
 """One job of a sweep (or a single run): load, index, rank, score, bootstrap; then write the results files.
 
 :func:`evaluate_job` does the work and returns a :class:`JobResult` holding everything later stages need
-(Collection, Run, per-question table, intervals). Nothing here talks to MLflow or Hydra: ``pipeline.cli``
-hands the result to ``pipeline.tracking`` and prints ``pipeline.report``'s table.
+(Collection, Run, per-question table, intervals). Nothing here talks to MLflow or Hydra: ``pipeline.app``
+hands the result to ``pipeline.tracking.runs`` and prints ``pipeline.reports.text``'s table.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from metrics.errors import InputError
 from metrics.evaluate import Evaluation, evaluate
 from metrics.run import PAD, Run
 from metrics.trec import write_trec_run
-from pipeline import progress
-from pipeline.build import MetricPlan, check_config, make_retriever, make_tokenizer, metric_plan, plain
-from pipeline.chunked import rank_in_chunks
-from pipeline.collection import Collection
-from pipeline.redact import redact_tree
-from pipeline.reuse import JobReuse
+from pipeline.common import progress
+from pipeline.common.redact import redact_tree
+from pipeline.config.build import MetricPlan, check_config, make_retriever, make_tokenizer, metric_plan, plain
+from pipeline.data.collection import Collection
+from pipeline.job.chunked import rank_in_chunks
+from pipeline.job.reuse import JobReuse
 from retrievers import Retriever
 
 TOP_SHOWN = 3  # top document ids kept per question in the per-question table
@@ -102,7 +102,7 @@ def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str, collection: Col
 
     ``collection``: the corpus already loaded by the caller (who needed its digest first). Work that does not
     depend on what a sweep varies (loading, tokenising, fusion components' rankings) is shared with the other jobs
-    of this process, and term counts with other processes, through :mod:`pipeline.reuse`.
+    of this process, and term counts with other processes, through :mod:`pipeline.job.reuse`.
     """
     check_config(cfg)
     plan = metric_plan(cfg.metrics)

@@ -39,7 +39,7 @@ import scipy.sparse as sp
 
 from metrics.evaluate import Evaluation
 from metrics.run import PAD, Run
-from pipeline.collection import Collection
+from pipeline.data.collection import Collection
 from retrievers.text import Tokenizer
 
 CLASSES = ("vocabulary_gap", "homonymy", "late_rank", "duplicates")

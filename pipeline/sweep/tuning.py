@@ -2,7 +2,7 @@
 
 Under ``hydra/sweeper=optuna`` every trial is an ordinary job, scored on ``corpus.split`` (say SciFact ``train``);
 it returns ``metrics.primary``'s mean to the optimiser. When the search is over, the sweep's driver
-(:class:`pipeline.sweep.MlflowSweep`) takes the optimiser's best parameters, evaluates that configuration on the
+(:class:`pipeline.sweep.callback.MlflowSweep`) takes the optimiser's best parameters, evaluates that configuration on the
 tuning split and then once on ``tune.holdout`` (say ``test``) and prints and logs both figures side by side; with
 ``tune.baseline`` the untuned configuration is evaluated on both splits too, so the gain of tuning is shown where
 it was bought and where it is real. The held-out judgments are read by those last evaluations only: every run
@@ -24,14 +24,14 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from metrics.comparison import compare
 from metrics.errors import InputError
-from pipeline.build import MetricPlan, check_config, metric_plan, resolve_path
-from pipeline.context import JobContext, SweepHandle
-from pipeline.redact import redact_text
-from pipeline.report import _format, _num
-from pipeline.runner import JobOutcome, execute_job
-from pipeline.schema import HelpdeskCorpus
-from pipeline.summary import SystemRun
-from pipeline.tracking import TAG_KIND, Tracker
+from pipeline.analysis.summary import SystemRun
+from pipeline.common.redact import redact_text
+from pipeline.config.build import MetricPlan, check_config, metric_plan, resolve_path
+from pipeline.config.schema import HelpdeskCorpus
+from pipeline.job.context import JobContext, SweepHandle
+from pipeline.job.runner import JobOutcome, execute_job
+from pipeline.reports.text import _format, _num
+from pipeline.tracking.runs import TAG_KIND, Tracker
 
 OPTIMISATION_RESULTS = "optimization_results.yaml"  # hydra-optuna-sweeper writes it into the sweep directory
 TUNING_TEXT = "tuning.txt"

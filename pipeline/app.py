@@ -1,4 +1,4 @@
-"""``python -m pipeline``: Hydra composes ``conf/``, then each job runs through :mod:`pipeline.runner`.
+"""``python -m pipeline``: Hydra composes ``conf/``, then each job runs through :mod:`pipeline.job.runner`.
 
 The task function lives here (an importable module, not ``__main__``) so joblib workers unpickle it by
 reference and re-run this module's registrations (schemas, the ``rankscope.stamp`` resolver).
@@ -22,13 +22,14 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from pipeline import progress, schema
-from pipeline.context import JobContext
-from pipeline.paths import CONF_DIR
-from pipeline.redact import one_line, redact_std_streams, redact_text
-from pipeline.runner import PROG, JobFailed, config_tags, execute_job
-from pipeline.tracking import TAG_KIND
-from pipeline.tuning import is_tuning, objective, trial_line
+from pipeline.common import progress
+from pipeline.common.redact import one_line, redact_std_streams, redact_text
+from pipeline.config import schema
+from pipeline.config.paths import CONF_DIR
+from pipeline.job.context import JobContext
+from pipeline.job.runner import PROG, JobFailed, config_tags, execute_job
+from pipeline.sweep.tuning import is_tuning, objective, trial_line
+from pipeline.tracking.runs import TAG_KIND
 
 TUNE_HINT = "pip install 'rankscope[tune]'"
 
@@ -99,7 +100,7 @@ def task(cfg: DictConfig) -> str | float | None:
         return objective(outcome)
     if not multirun and cfg.get("gate") is not None and outcome.run_id is not None:  # a sweep gates at its end
         from pipeline.gate import gate_single_run
-        from pipeline.tracking import tracking_uri
+        from pipeline.tracking.runs import tracking_uri
 
         status = gate_single_run(tracking_uri(cfg.tracking.uri, launch_dir), outcome.run_id, cfg.gate,
                                  config_tags(cfg))

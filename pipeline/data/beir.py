@@ -12,8 +12,8 @@ import numpy as np
 
 from metrics.errors import InputError
 from metrics.qrels import Qrels, QrelsBuilder
-from pipeline import progress
-from pipeline.collection import Collection
+from pipeline.common import progress
+from pipeline.data.collection import Collection
 
 SHOWN = 5  # how many offending ids a message lists before "and N more"
 
@@ -146,6 +146,6 @@ def load_beir(path: str | Path, split: str = "test", name: str | None = None, st
 
 def helpdesk() -> Collection:
     """The embedded default: SPEC.md's 28-document help-desk corpus, shipped with the package."""
-    folder = resources.files("pipeline").joinpath("data/helpdesk")
+    folder = resources.files("pipeline.data").joinpath("helpdesk")
     collection = load_beir(Path(str(folder)), "test", name="helpdesk")
     return collection

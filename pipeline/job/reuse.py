@@ -26,10 +26,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from metrics.errors import InputError
 from metrics.run import Run
-from pipeline.beir import find_corpus_file
-from pipeline.build import load_collection, plain, resolve_path
-from pipeline.collection import Collection
-from pipeline.schema import BeirCorpus, BM25Config, LSAConfig, RRFConfig, WeightedConfig
+from pipeline.config.build import load_collection, plain, resolve_path
+from pipeline.config.schema import BeirCorpus, BM25Config, LSAConfig, RRFConfig, WeightedConfig
+from pipeline.data.beir import find_corpus_file
+from pipeline.data.collection import Collection
 from retrievers import RRF, Retriever, Tokenizer
 from retrievers.cache import DEFAULT_LIMIT_BYTES, CachedDocuments, TermCountCache, default_cache_dir, parse_size
 from retrievers.lsa import TFIDF_STATS

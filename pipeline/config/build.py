@@ -16,9 +16,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from metrics.errors import InputError
 from metrics.evaluate import EvalSettings
 from metrics.spec import MetricSpec, metrics_at, parse_metrics
-from pipeline.beir import helpdesk, load_beir
-from pipeline.collection import Collection
-from pipeline.schema import (
+from pipeline.config.schema import (
     BeirCorpus,
     BM25Config,
     CacheConfig,
@@ -31,6 +29,8 @@ from pipeline.schema import (
     TextConfig,
     WeightedConfig,
 )
+from pipeline.data.beir import helpdesk, load_beir
+from pipeline.data.collection import Collection
 from retrievers import BM25, LSA, RRF, Rerank, Retriever, RunFile, Tokenizer, WeightedSum
 from retrievers.base import ScoringRetriever
 from retrievers.cache import default_cache_dir, parse_size

@@ -16,9 +16,9 @@ from mlflow import MlflowClient
 
 from metrics.comparison import compare
 from metrics.spec import MetricSpec
-from pipeline import progress
-from pipeline.job import PER_QUESTION_FILE
-from pipeline.tracking import TAG_CORPUS_DIGEST, TAG_ERROR, TAG_SYSTEM
+from pipeline.common import progress
+from pipeline.job.results import PER_QUESTION_FILE
+from pipeline.tracking.runs import TAG_CORPUS_DIGEST, TAG_ERROR, TAG_SYSTEM
 
 TAG_JOB = "rankscope.job"
 

@@ -19,7 +19,7 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_bounds, resample_means
-from pipeline.diagnosis import CLASSES, LABELS
+from pipeline.analysis.diagnosis import CLASSES, LABELS
 
 # Above this many questions the rank heat map shows rank buckets per system instead of one row per question.
 HEATMAP_MAX_ROWS = 50
@@ -237,7 +237,7 @@ def metric_histogram(values: pd.Series, metric: str, system: str, bins: int = 10
 
 
 def failure_bars(counts: Mapping[str, int], system: str, questions: int | None = None) -> Figure:
-    """Bar chart of failure-class counts (keys of pipeline.diagnosis.CLASSES) for one run."""
+    """Bar chart of failure-class counts (keys of pipeline.analysis.diagnosis.CLASSES) for one run."""
     values = [int(counts.get(c, 0)) for c in CLASSES]
     fig = run_figure(6.5, 4.0)
     ax = fig.add_subplot()

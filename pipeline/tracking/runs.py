@@ -1,6 +1,6 @@
 """MLflow edge: where runs go, how they are created, nested, logged (batched) and closed.
 
-Everything written to MLflow passes through :mod:`pipeline.redact` first. Runs are created with
+Everything written to MLflow passes through :mod:`pipeline.common.redact` first. Runs are created with
 ``MlflowClient`` rather than the fluent API, so a sweep's parent run can be opened in the Hydra driver and its
 children in joblib worker processes, linked by the ``mlflow.parentRunId`` tag.
 """
@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from metrics.errors import InputError
-from pipeline.redact import redact_text, redact_value
+from pipeline.common.redact import redact_text, redact_value
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # its bars would flood non-TTY logs
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # it prints URIs with credentials
@@ -35,7 +35,7 @@ from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunS
 from mlflow.exceptions import MlflowException  # noqa: E402
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_SOURCE_NAME, MLFLOW_SOURCE_TYPE  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DB_NAME = "mlflow.db"
 ARTIFACT_DIR = "mlartifacts"
 PARAM_LIMIT = 6000  # MLflow's longest param value
@@ -218,7 +218,7 @@ class Tracker:
             self.client.log_artifact(self.run_id, str(path), folder)
 
     def log_files(self, paths: Iterable[Path], folder: str | None = None) -> None:
-        """Files already written with secrets masked (see ``pipeline.job.write_results``), optionally into an
+        """Files already written with secrets masked (see ``pipeline.job.results.write_results``), optionally into an
         artifact ``folder``."""
         for path in paths:
             self.client.log_artifact(self.run_id, str(path), folder)

@@ -21,7 +21,7 @@ from mlflow.entities import Run
 
 from metrics.errors import InputError
 from metrics.spec import parse_metric
-from pipeline.tracking import TAG_KIND
+from pipeline.tracking.runs import TAG_KIND
 
 EVALUATED_KINDS = ("job", "run")
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")

@@ -2,7 +2,7 @@
 
 Run a sweep again with the same ``hydra.sweep.dir`` (a scheduled sweep always does: one folder per schedule and
 date) and it goes on where it stopped: the parent run recorded in the folder's ``mlflow_sweep.json`` is reopened,
-jobs whose result it already holds are skipped (``pipeline.runner``), failed, missing or interrupted ones run.
+jobs whose result it already holds are skipped (``pipeline.job.runner``), failed, missing or interrupted ones run.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
 from metrics.errors import InputError
-from pipeline.context import SweepHandle
-from pipeline.tracking import TAG_ERROR, Tracker
+from pipeline.job.context import SweepHandle
+from pipeline.tracking.runs import TAG_ERROR, Tracker
 
 LOCK_FILE = ".rankscope.lock"
 _HELD: dict[Path, IO[str]] = {}  # here, not on the Hydra callback: joblib pickles the callback to its workers

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from pipeline.diagnosis import CLASSES, LABELS
-from pipeline.plots import HEATMAP_MAX_ROWS, rank_buckets
+from pipeline.analysis.diagnosis import CLASSES, LABELS
+from pipeline.reports.plots import HEATMAP_MAX_ROWS, rank_buckets
 
 DPI = 110
 _STYLE = """
@@ -109,7 +109,7 @@ def sweep_report(
     """The sweep's report: every system, its means with intervals, ranks, failure classes, and the plots.
 
     ``summary`` is long (``system, metric, mean, ci_low, ci_high``); ``ranks`` questions x systems, the
-    first relevant rank (0 = not retrieved); ``diagnoses`` maps a system to its pipeline.diagnosis table.
+    first relevant rank (0 = not retrieved); ``diagnoses`` maps a system to its pipeline.analysis.diagnosis table.
     """
     diagnoses = diagnoses or {}
     systems = list(dict.fromkeys([*summary["system"], *(ranks.columns if ranks is not None else []), *diagnoses]))

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from metrics.run import PAD, Run
-from pipeline import progress
+from pipeline.common import progress
 from retrievers import Retriever
 from retrievers.base import BLOCK_CELLS
 

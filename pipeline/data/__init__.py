@@ -1,0 +1,1 @@
+"""Moved here from the flat pipeline/ (see the following commits for its contract)."""
