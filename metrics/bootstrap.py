@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.stats
 
 DEFAULT_RESAMPLES = 5000
 DEFAULT_SEED = 0
@@ -109,6 +108,8 @@ def paired_difference(
 
 
 def _bca(columns: np.ndarray, resamples: int, seed: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    import scipy.stats  # 1-2 s to import: only the BCa method needs it
+
     lows, highs = [], []
     for column in columns.T:
         if np.all(column == column[0]):  # a constant column has no spread; BCa would divide by zero

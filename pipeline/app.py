@@ -6,7 +6,6 @@ reference and re-run this module's registrations (schemas, the ``rankscope.stamp
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import secrets
@@ -23,13 +22,13 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pipeline.common import progress
-from pipeline.common.redact import one_line, redact_std_streams, redact_text
+from pipeline.common.names import PROG, TAG_KIND
+from pipeline.common.redact import one_line, redact_log_records, redact_std_streams
 from pipeline.config import schema
 from pipeline.config.paths import CONF_DIR
 from pipeline.job.context import JobContext
-from pipeline.job.runner import PROG, JobFailed, config_tags, execute_job
+from pipeline.job.run import JobFailed, config_tags, execute_job
 from pipeline.sweep.tuning import is_tuning, objective, trial_line
-from pipeline.tracking.runs import TAG_KIND
 
 TUNE_HINT = "pip install 'rankscope[tune]'"
 
@@ -43,26 +42,8 @@ def stamp() -> str:
     return f"{datetime.now():%Y-%m-%d/%H-%M-%S}-{secrets.token_hex(3)}"
 
 
-def _redacting_log_records() -> None:
-    """Mask secrets in every log record of this process (Hydra logs each job's overrides, URIs included)."""
-    make = logging.getLogRecordFactory()
-    if getattr(make, "rankscope", False):
-        return
-
-    def factory(*args, **kwargs) -> logging.LogRecord:
-        record = make(*args, **kwargs)
-        message = record.getMessage()
-        safe = redact_text(message)
-        if safe != message:
-            record.msg, record.args = safe, ()
-        return record
-
-    factory.rankscope = True  # type: ignore[attr-defined]
-    logging.setLogRecordFactory(factory)
-
-
 schema.register()
-_redacting_log_records()
+redact_log_records()
 if not OmegaConf.has_resolver("rankscope.stamp"):
     OmegaConf.register_new_resolver("rankscope.stamp", stamp, use_cache=True)
 
@@ -99,8 +80,8 @@ def task(cfg: DictConfig) -> str | float | None:
         print(trial_line(outcome, ctx.job_num), flush=True)
         return objective(outcome)
     if not multirun and cfg.get("gate") is not None and outcome.run_id is not None:  # a sweep gates at its end
-        from pipeline.gate import gate_single_run
-        from pipeline.tracking.runs import tracking_uri
+        from pipeline.decisions.gate import gate_single_run
+        from pipeline.tracking.store import tracking_uri
 
         status = gate_single_run(tracking_uri(cfg.tracking.uri, launch_dir), outcome.run_id, cfg.gate,
                                  config_tags(cfg))

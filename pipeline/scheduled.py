@@ -26,10 +26,10 @@ from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
 
+from pipeline.common.names import GATE_FILE, HANDOFF_FILE, SCHEDULE_FILE, SYSTEMS_FILE
 from pipeline.config.paths import CONF_DIR
 
 ROOT_VARIABLE = "RANKSCOPE_SCHEDULE_ROOT"
-SUMMARY_FILE = "scheduled.txt"
 MAX_SYSTEMS = 10
 EXIT_ERROR = 2
 
@@ -45,7 +45,7 @@ def sweep_command(name: str, day: str, sweep_dir: Path, gate: str, overrides: Se
 
 def summary(name: str, day: str, sweep_dir: Path, status: int) -> str:
     """At most a screen: outcome, where, each system's means (first 10), the gate's line, the parent run."""
-    gate_file = sweep_dir / "gate.txt"
+    gate_file = sweep_dir / GATE_FILE
     gate = gate_file.read_text(encoding="utf-8").strip() if gate_file.is_file() else "not run"
     if status == 0:
         word = "OK"
@@ -55,13 +55,13 @@ def summary(name: str, day: str, sweep_dir: Path, status: int) -> str:
         word = "GATE COULD NOT DECIDE" if status == EXIT_ERROR else "FAILED"
     lines = [f"rankscope scheduled sweep {name!r} for {day}: {word} (exit status {status})",
              f"folder  {sweep_dir}", ""]
-    systems = sweep_dir / "systems.csv"
+    systems = sweep_dir / SYSTEMS_FILE
     if systems.is_file():
         with systems.open(encoding="utf-8") as handle:
             rows = list(csv.reader(handle))
         header, body = rows[0], rows[1:]
         shown = [i for i, h in enumerate(header) if i == 0 or "/" not in h]  # means only, not the bounds
-        table = [[header[i] for i in shown]] + [[_short(row[i]) for i in shown] for row in body[:MAX_SYSTEMS]]
+        table = [[header[i] for i in shown]] + [[_three_places(row[i]) for i in shown] for row in body[:MAX_SYSTEMS]]
         widths = [max(len(r[c]) for r in table) for c in range(len(shown))]
         lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
                   for r in table]
@@ -70,13 +70,14 @@ def summary(name: str, day: str, sweep_dir: Path, status: int) -> str:
     else:
         lines.append("no system finished (see the sweep's output above)")
     lines += ["", f"gate    {gate}"]
-    handoff = sweep_dir / "mlflow_sweep.json"
+    handoff = sweep_dir / HANDOFF_FILE
     if handoff.is_file():
         lines.append(f"mlflow  parent run {json.loads(handoff.read_text(encoding='utf-8'))['parent_run_id']}")
     return "\n".join(lines)
 
 
-def _short(value: str) -> str:
+def _three_places(value: str) -> str:
+    """A CSV cell as the table shows it: a number to three decimals, anything else as it is."""
     try:
         return f"{float(value):.3f}"
     except ValueError:
@@ -111,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     status = done.returncode if done.returncode >= 0 else 1  # killed by a signal: a failure
     text = summary(args.name, day, sweep_dir, status)
     if sweep_dir.is_dir():
-        (sweep_dir / SUMMARY_FILE).write_text(text + "\n", encoding="utf-8")
+        (sweep_dir / SCHEDULE_FILE).write_text(text + "\n", encoding="utf-8")
     print("\n" + text, flush=True)
     return status
 

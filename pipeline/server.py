@@ -1,317 +1,20 @@
-"""Team tracking: an MLflow tracking server on a database, with artifacts uploaded and served through it.
+"""``python -m pipeline.server``: an MLflow tracking server for a team, runs in a database, artifacts served by it.
 
-`python -m pipeline.server --backend-store-uri postgresql://user:pass@host:5432/mlflow` (or `--postgres-dir DIR`
-for a private local PostgreSQL) creates the database schema once, starts `mlflow server` bound to 127.0.0.1, waits
-until it answers /health and prints the URI clients set as MLFLOW_TRACKING_URI / `tracking.uri`. `--expose` binds
-every interface; MLflow's Host-header and CORS checks then admit only this machine's own names. Passwords never
-appear in what it prints: every line, MLflow's own included, goes through `redact`.
-
-Tests and other tools use the context managers: `tracking_server(ServerSettings(...))`, or `team_server(workdir)`
-for PostgreSQL + server in one.
+``--backend-store-uri postgresql://user:pass@host:5432/mlflow`` (or ``--postgres-dir DIR`` for a private local
+PostgreSQL) creates the database schema once, starts ``mlflow server`` bound to 127.0.0.1, waits until it answers
+/health and prints the URI clients set as MLFLOW_TRACKING_URI / ``tracking.uri``. ``--expose`` binds every
+interface. Passwords never appear in what it prints.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
-import logging
 import os
-import re
-import shutil
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import threading
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
-
-from pipeline.team.postgres import PostgresError, free_port, local_postgres
-
-LOOPBACK = "127.0.0.1"
-EVERY_INTERFACE = "0.0.0.0"
-SERVED_ARTIFACT_ROOT = "mlflow-artifacts:/"  # runs record this; the server maps it to --artifacts-destination
-DATABASE_SCHEMES = ("postgresql", "mysql", "mssql", "sqlite")
-_CREDENTIALS = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.\-]*://[^:/@\s]*):[^@\s]*@")
-_PASSWORD_WORDS = re.compile(r"(?P<head>\bpassword\s*[=:]\s*)\S+", re.IGNORECASE)
-
-
-class ServerError(RuntimeError):
-    """The tracking server could not be configured or started; the message says why."""
-
-
-def redact(text: str) -> str:
-    """Hide the password of every `scheme://user:password@` and every `password=...` in `text`."""
-    return _PASSWORD_WORDS.sub(r"\g<head>***", _CREDENTIALS.sub(r"\g<head>:***@", text))
-
-
-def with_driver(uri: str) -> str:
-    """A bare postgresql:// (or postgres://) URI means psycopg 3, the `team` extra's driver, whichever default
-    the installed SQLAlchemy has (2.0 would pick psycopg2); a URI naming its driver is left alone."""
-    for bare in ("postgresql://", "postgres://"):
-        if uri.startswith(bare):
-            return "postgresql+psycopg://" + uri.removeprefix(bare)
-    return uri
-
-
-def check_backend_uri(uri: str) -> None:
-    """Runs and metrics live in a database (many writers at once); MLflow's file store is not for that."""
-    scheme = uri.split("://", 1)[0].split("+", 1)[0] if "://" in uri else ""
-    if scheme not in DATABASE_SCHEMES:
-        raise ServerError(
-            f"--backend-store-uri must be a database URI ({', '.join(s + '://' for s in DATABASE_SCHEMES)}), "
-            f"got {redact(uri)!r}"
-        )
-
-
-def _machine_names() -> list[str]:
-    """This machine's host name, FQDN and non-loopback addresses: what colleagues type to reach it."""
-    names = [socket.gethostname(), socket.getfqdn()]
-    with suppress(OSError):
-        names += socket.gethostbyname_ex(socket.gethostname())[2]
-    return list(dict.fromkeys(n for n in names if n and not n.startswith("127.") and n != "localhost"))
-
-
-@dataclass(frozen=True)
-class ServerSettings:
-    """What `mlflow server` is started with. `port=None` picks a free one."""
-
-    backend_store_uri: str
-    artifacts_destination: str
-    port: int | None = None
-    expose: bool = False
-    workers: int = 2
-    extra_allowed_hosts: tuple[str, ...] = ()
-    extra_cors_origins: tuple[str, ...] = ()
-
-    @property
-    def host(self) -> str:
-        return EVERY_INTERFACE if self.expose else LOOPBACK
-
-    def allowed_hosts(self, port: int) -> list[str]:
-        """Host headers accepted (DNS-rebinding guard): loopback names, plus this machine's names if exposed."""
-        names = ["127.0.0.1", "localhost", *(_machine_names() if self.expose else [])]
-        return [f"{name}:{port}" for name in names] + list(self.extra_allowed_hosts)
-
-    def cors_origins(self, port: int) -> list[str]:
-        """Browser origins that may change state: the UI's own origin. MLflow always admits localhost ones."""
-        names = _machine_names() if self.expose else []
-        return [f"http://{name}:{port}" for name in names] + list(self.extra_cors_origins)
-
-    def command(self, port: int) -> list[str]:
-        """The `mlflow server` command line. The backend URI is not on it (`ps` would show its password)."""
-        command = [
-            sys.executable, "-m", "mlflow", "server",
-            "--host", self.host, "--port", str(port), "--workers", str(self.workers),
-            "--serve-artifacts", "--artifacts-destination", self.artifacts_destination,
-            "--default-artifact-root", SERVED_ARTIFACT_ROOT,
-            "--allowed-hosts", ",".join(self.allowed_hosts(port)),
-        ]
-        origins = self.cors_origins(port)
-        return command + (["--cors-allowed-origins", ",".join(origins)] if origins else [])
-
-    def environment(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env["MLFLOW_BACKEND_STORE_URI"] = self.backend_store_uri
-        env["MLFLOW_DISABLE_TELEMETRY"] = "true"
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        return env
-
-
-class _Redacting(logging.Filter):
-    """Rewrites every record a handler emits through `redact` (MLflow logs driver errors as they come)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = redact(record.getMessage()), ()
-        return True
-
-
-def _redact_logs() -> None:
-    for logger in (logging.getLogger(), logging.getLogger("mlflow")):
-        for handler in logger.handlers:
-            if not any(isinstance(f, _Redacting) for f in handler.filters):
-                handler.addFilter(_Redacting())
-
-
-def _check_reachable(backend_store_uri: str) -> None:
-    """One quick connection first: MLflow itself retries an unreachable database for about two minutes."""
-    import sqlalchemy
-
-    if backend_store_uri.startswith("sqlite"):
-        return
-    engine = sqlalchemy.create_engine(backend_store_uri)
-    try:
-        with engine.connect():
-            pass
-    except Exception as exc:  # the driver's own error says what is wrong (refused, bad password, no database)
-        reason = getattr(exc, "orig", None) or exc
-        raise ServerError(f"cannot connect to {redact(backend_store_uri)}: {redact(str(reason)).strip()}") from None
-    finally:
-        engine.dispose()
-
-
-def create_schema(backend_store_uri: str) -> None:
-    """Create (or verify) MLflow's tables once, before any worker starts, so none of them races to create them.
-
-    Opening MLflow's SQL store does it: it creates the tables when absent, refuses an out-of-date schema, and
-    creates the Default experiment with the same artifact root the server will use.
-    """
-    from mlflow.exceptions import MlflowException
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-
-    _redact_logs()
-    _check_reachable(backend_store_uri)
-    try:
-        store = SqlAlchemyStore(backend_store_uri, SERVED_ARTIFACT_ROOT)
-    except MlflowException as exc:
-        raise ServerError(redact(exc.message)) from None
-    except Exception as exc:
-        raise ServerError(f"cannot open the tracking database: {redact(str(exc))}") from None
-    store.engine.dispose()
-
-
-@dataclass
-class TrackingServer:
-    """A running server: `uri` is what clients set as MLFLOW_TRACKING_URI."""
-
-    settings: ServerSettings
-    port: int
-    process: subprocess.Popen
-    output: collections.deque = field(default_factory=lambda: collections.deque(maxlen=60))
-
-    @property
-    def uri(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}"
-
-    def recent_output(self) -> str:
-        return "".join(self.output)
-
-
-def _forward(stream, sink: TextIO | None, keep: collections.deque) -> None:
-    for line in stream:
-        line = redact(line)
-        keep.append(line)
-        if sink is not None:
-            sink.write(line)
-            sink.flush()
-
-
-def _healthy(uri: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{uri}/health", timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _stop(process: subprocess.Popen, grace: float = 20.0) -> None:
-    """SIGTERM the server's process group (uvicorn and its workers), SIGKILL whatever is left after `grace`."""
-    if process.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _start(settings: ServerSettings, port: int, log: TextIO | None, timeout: float) -> TrackingServer:
-    process = subprocess.Popen(
-        settings.command(port), env=settings.environment(), stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-        start_new_session=True,  # our Ctrl-C / SIGTERM handler decides when and in which order things stop
-    )
-    server = TrackingServer(settings=settings, port=port, process=process)
-    forwarder = threading.Thread(target=_forward, args=(process.stdout, log, server.output), daemon=True)
-    forwarder.start()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            forwarder.join(timeout=5)  # its last words say why
-            return server
-        if _healthy(server.uri):
-            return server
-        time.sleep(0.25)
-    _stop(process)
-    raise ServerError(f"MLflow did not answer {server.uri}/health within {timeout:.0f} s:\n{server.recent_output()}")
-
-
-@contextmanager
-def tracking_server(
-    settings: ServerSettings, log: TextIO | None = None, timeout: float = 120.0, attempts: int = 3
-) -> Iterator[TrackingServer]:
-    """Create the schema, start `mlflow server`, wait for /health, yield it, and always stop it afterwards.
-
-    `log` receives the server's output, redacted. With no fixed port another free one is tried if the chosen one
-    was taken between choosing and binding.
-    """
-    settings = replace(settings, backend_store_uri=with_driver(settings.backend_store_uri))
-    check_backend_uri(settings.backend_store_uri)
-    create_schema(settings.backend_store_uri)
-    if "://" not in settings.artifacts_destination:
-        Path(settings.artifacts_destination).mkdir(parents=True, exist_ok=True)
-    server = None
-    try:
-        for attempt in range(attempts):
-            server = _start(settings, settings.port or free_port(), log, timeout)
-            if server.process.poll() is None:
-                break
-            port_taken = "address already in use" in server.recent_output().lower()
-            if not port_taken or settings.port is not None or attempt == attempts - 1:
-                raise ServerError(f"MLflow server exited with code {server.process.returncode}:\n"
-                                  f"{server.recent_output()}")
-        yield server
-    finally:
-        if server is not None:
-            _stop(server.process)
-
-
-@dataclass(frozen=True)
-class TeamServer:
-    """PostgreSQL and the tracking server on it (see `team_server`)."""
-
-    tracking: TrackingServer
-    database_uri: str  # carries the password: for connecting, never for printing
-    artifacts: Path
-
-    @property
-    def uri(self) -> str:
-        return self.tracking.uri
-
-
-@contextmanager
-def team_server(workdir: Path | str | None = None, log: TextIO | None = None, workers: int = 2) -> Iterator[TeamServer]:
-    """A private PostgreSQL under workdir/postgres and a server storing artifacts in workdir/artifacts.
-
-    Everything runs on 127.0.0.1 and is stopped on exit, server first. With no `workdir` a fresh one is made
-    under the system temporary folder and removed afterwards. (A given one must be searchable by the `postgres`
-    user when running as root; pytest's tmp_path is not.)
-    """
-    made = workdir is None
-    workdir = Path(tempfile.mkdtemp(prefix="rankscope-team-") if made else workdir).resolve()
-    if made:
-        workdir.chmod(0o711)
-    artifacts = workdir / "artifacts"
-    try:
-        with local_postgres(workdir / "postgres") as database:
-            settings = ServerSettings(database.uri, str(artifacts), workers=workers)
-            with tracking_server(settings, log=log) as server:
-                yield TeamServer(tracking=server, database_uri=database.uri, artifacts=artifacts)
-    finally:
-        if made:
-            shutil.rmtree(workdir, ignore_errors=True)
+from typing import Any
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -352,18 +55,23 @@ def _raise_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def _announce(server: TrackingServer, backend: str, exposed: bool) -> None:
+def _announce(server: Any, backend: str, exposed: bool) -> None:
+    from pipeline.common.redact import redact_text
+    from pipeline.team.tracking_server import machine_names
+
     artifacts = server.settings.artifacts_destination
-    print(f"MLflow tracking server ready (backend {redact(backend)}, artifacts {artifacts}).")
+    print(f"MLflow tracking server ready (backend {redact_text(backend)}, artifacts {artifacts}).")
     print("On clients set:")
     print(f"  export MLFLOW_TRACKING_URI={server.uri}      # or tracking.uri={server.uri}")
     if exposed:
-        for name in _machine_names():
+        for name in machine_names():
             print(f"  export MLFLOW_TRACKING_URI=http://{name}:{server.port}   # from other machines")
     print("Stop with Ctrl-C.", flush=True)
 
 
-def _serve(settings: ServerSettings, backend_for_display: str) -> int:
+def _serve(settings: Any, backend_for_display: str) -> int:
+    from pipeline.team.tracking_server import tracking_server
+
     with tracking_server(settings, log=sys.stderr) as server:
         _announce(server, backend_for_display, settings.expose)
         server.process.wait()
@@ -380,6 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
               "its port can read, change and delete runs. Use it only on a trusted network or behind an "
               "authenticating proxy.", file=sys.stderr)
     signal.signal(signal.SIGTERM, _raise_interrupt)  # stop as on Ctrl-C: server first, then PostgreSQL
+    from pipeline.common.redact import redact_text  # the work's imports come after the arguments are read
+    from pipeline.team.postgres import PostgresError, local_postgres
+    from pipeline.team.tracking_server import ServerError, ServerSettings
+
     destination = args.artifacts_destination
     if "://" not in destination:
         destination = str(Path(destination).resolve())
@@ -396,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _serve(settings(database.uri), database.redacted_uri)
         return _serve(settings(args.backend_store_uri), args.backend_store_uri)
     except (ServerError, PostgresError) as exc:
-        print(f"error: {redact(str(exc))}", file=sys.stderr)
+        print(f"error: {redact_text(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("Stopped.", file=sys.stderr)

@@ -1,14 +1,23 @@
-"""The retriever seam: index a corpus once, then rank every question in one call."""
+"""The retriever seam: index a corpus once, then rank every question in one call.
+
+A retriever is built from its config entry (``conf/retriever/NAME.yaml``, whose ``_target_`` names the class):
+the entry's keys are the constructor's arguments, except those the class lists in ``context_fields``, which come
+from the job's :class:`BuildContext` (the tokenizer every lexical retriever shares, the cache folder). A class that
+must do more than call its constructor (resolve a path, check an optional package) defines ``from_config``.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Protocol
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Protocol
 
 import numpy as np
 
-from metrics.run import Run
+from metrics.run import PAD, Run
 from retrievers.text import TermCounts, Tokenizer, term_counts
 from retrievers.topk import top_k_dense
 
@@ -29,6 +38,32 @@ class NotIndexedError(RuntimeError):
     pass
 
 
+@dataclass(frozen=True)
+class BuildContext:
+    """What a retriever takes from the job rather than from its own config entry."""
+
+    tokenizer: Tokenizer = field(default_factory=Tokenizer)
+    base: Path = field(default_factory=Path.cwd)  # relative paths in a config entry start here (the launch folder)
+    cache: bool = True  # keep expensive per-corpus work (embeddings) on disk
+    cache_dir: Path | None = None  # rankscope's cache folder (None: retrievers.cache.cache_root())
+
+    def path(self, value: str | Path) -> Path:
+        """A path from a config entry: absolute as given, else relative to :attr:`base`."""
+        found = Path(value).expanduser()
+        return found if found.is_absolute() else (self.base / found).resolve()
+
+
+def corpus_digest(doc_ids: Sequence[str], texts: Sequence[str]) -> str:
+    """Digest of the (id, text) pairs in the order given: any change of a text, an id or the order changes it."""
+    h = hashlib.sha256()
+    for ident, text in zip(doc_ids, texts, strict=True):
+        h.update(str(ident).encode())
+        h.update(b"\0")
+        h.update(text.encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
 def counts_of(docs: Documents, tokenizer: Tokenizer) -> TermCounts:
     """Term counts for ``docs``: from its cache when it has one (``CachedDocuments``), else tokenised now."""
     cached = getattr(docs, "term_counts", None)
@@ -38,9 +73,17 @@ def counts_of(docs: Documents, tokenizer: Tokenizer) -> TermCounts:
 
 
 class Retriever(ABC):
-    """Index once with :meth:`index`, then :meth:`rank` a batch of questions into a :class:`Run`."""
+    """Index once with :meth:`index`, then :meth:`rank` a batch of questions into a :class:`Run`.
+
+    ``deterministic``: the same config, corpus and questions always give the same ranking, so a sweep may reuse a
+    ranking instead of computing it again (a run file's content can change under the same path: it is not).
+    ``context_fields``: constructor arguments that come from the :class:`BuildContext`, not the config entry.
+    """
 
     name: str = "retriever"
+    deterministic: ClassVar[bool] = False
+    context_fields: ClassVar[tuple[str, ...]] = ()
+    ranks_components: ClassVar[bool] = False  # a fusion that reads its ``components`` only through rank()
 
     @abstractmethod
     def index(self, docs: Documents) -> Retriever:
@@ -49,6 +92,10 @@ class Retriever(ABC):
     @abstractmethod
     def rank(self, query_ids: Sequence[str], texts: Sequence[str], depth: int = 100) -> Run:
         """Rank every question; rows follow ``query_ids``."""
+
+    def notes(self) -> list[str]:
+        """What the retriever dropped or corrected in what it was given (unknown document ids ...), one line each."""
+        return []
 
 
 class ScoringRetriever(Retriever):
@@ -90,6 +137,18 @@ def _assemble(retriever: ScoringRetriever, query_ids, docs: list, scores: list, 
                    retriever.name)
     return Run(np.array(query_ids, dtype=object), retriever.doc_ids, np.vstack(docs), np.vstack(scores),
                retriever.name)
+
+
+def select_rows(run: Run, query_ids: Sequence[str], depth: int, name: str) -> Run:
+    """``run``'s rankings for ``query_ids``, in that order, cut to ``depth``; a question it lacks ranks nothing."""
+    rows = run.query_index.get_indexer(list(query_ids)) if len(run.query_ids) else np.full(len(query_ids), -1)
+    width = min(depth, run.depth)
+    docs = np.full((len(query_ids), width), PAD, dtype=np.int64)
+    scores = np.full(docs.shape, np.nan)
+    found = rows >= 0
+    docs[found] = run.docs[rows[found], :width]
+    scores[found] = run.scores[rows[found], :width]
+    return Run(np.array(query_ids, dtype=object), run.doc_ids, docs, scores, name)
 
 
 def same_axis(components: Sequence[ScoringRetriever]) -> np.ndarray:

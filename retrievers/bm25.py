@@ -4,7 +4,7 @@ Ranking is exact and never scores the whole corpus when it need not: documents a
 ``2**BLOCK_BITS`` consecutive ids, and every term with a long posting list keeps, per block, the largest weight
 it has there. A question's bound for a block is the sum of its terms' block maxima; blocks are scored exactly in
 order of decreasing bound until the next bound is below the k-th best score found, so a skipped block cannot
-hold a result, not even a tie (see :mod:`retrievers.blockmax`).
+hold a result, not even a tie (see :mod:`retrievers.maxscore`).
 """
 
 from __future__ import annotations
@@ -83,6 +83,8 @@ class BM25(ScoringRetriever):
     b: float = 0.75
     tokenizer: Tokenizer = field(default_factory=Tokenizer)
     name: str = "bm25"
+    deterministic = True
+    context_fields = ("tokenizer",)
 
     def __post_init__(self) -> None:
         if self.k1 < 0:

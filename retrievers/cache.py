@@ -42,12 +42,16 @@ def parse_size(text: str | int) -> int:
     return int(float(match.group(1)) * SIZE_UNITS[unit])
 
 
-def default_cache_dir() -> Path:
-    """``$RANKSCOPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/rankscope``, else ``~/.cache/rankscope``."""
+def cache_root(configured: str | Path | None = None, base: Path | None = None) -> Path:
+    """rankscope's cache folder, by the one rule: ``configured`` (``cache.dir``; relative to ``base``, the launch
+    folder), else ``$RANKSCOPE_CACHE_DIR``, else ``$XDG_CACHE_HOME/rankscope``, else ``~/.cache/rankscope``."""
+    if configured:
+        found = Path(configured).expanduser()
+        return found if found.is_absolute() else ((base or Path.cwd()) / found).resolve()
     if os.environ.get("RANKSCOPE_CACHE_DIR"):
         return Path(os.environ["RANKSCOPE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "rankscope"
+    home = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(home) / "rankscope"
 
 
 @functools.lru_cache(maxsize=1)
@@ -200,9 +204,9 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m retrievers.cache", description=main.__doc__)
     parser.add_argument("action", choices=["info", "clear"])
-    parser.add_argument("--dir", type=Path, default=None, help=f"cache folder (default: {default_cache_dir()})")
+    parser.add_argument("--dir", type=Path, default=None, help=f"cache folder (default: {cache_root()})")
     args = parser.parse_args(argv)
-    cache = TermCountCache(args.dir or default_cache_dir())
+    cache = TermCountCache(args.dir or cache_root())
     if args.action == "clear":
         print(f"removed {cache.clear()} file(s) from {cache.directory}")
     else:

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from retrievers.base import Documents, NotIndexedError, ScoringRetriever
-from retrievers.embedding_cache import EmbeddingCache, corpus_digest, default_embedding_dir
-from retrievers.encoders import DEFAULT_MODEL, Encoder, load_encoder
+from retrievers.base import BuildContext, Documents, NotIndexedError, ScoringRetriever, corpus_digest
+from retrievers.cache import cache_root
+from retrievers.embedding_cache import EMBEDDINGS, EmbeddingCache
+from retrievers.encoders import DEFAULT_MODEL, Encoder, check_available, load_encoder
 
 
 @dataclass
@@ -25,7 +26,7 @@ class Dense(ScoringRetriever):
     ``model``: ``"minilm-int8"`` (default, offline ONNX), a ``.onnx`` path, or any sentence-transformers name
     or folder (see :func:`retrievers.encoders.load_encoder`). ``max_length`` truncates texts in word pieces
     (None: 256 for the ONNX route, the model's own limit for sentence-transformers). ``cache_dir`` None means
-    :func:`default_embedding_dir`; ``cache=False`` encodes every time. As everywhere in rankscope, a cosine not
+    ``<cache folder>/embeddings``; ``cache=False`` encodes every time. As everywhere in rankscope, a cosine not
     above 1e-9 is not a result. ``encoded_documents`` counts documents actually run through the model (0 after
     a cache hit). ``batch_size`` only trades memory for speed: it does not change a vector, so it is not part
     of the cache key.
@@ -39,6 +40,20 @@ class Dense(ScoringRetriever):
     tokenizer: str | None = None
     name: str = "dense"
     encoded_documents: int = field(default=0, init=False)
+    context_fields = ("cache", "cache_dir")
+
+    @classmethod
+    def from_config(cls, context: BuildContext, model: str = DEFAULT_MODEL, tokenizer: str | None = None,
+                    **settings) -> Dense:
+        """A model file or folder is read relative to the launch folder; without the ``[dense]`` extra (or torch for
+        a sentence-transformers model), the one-line install hint comes before any data is read."""
+        local = context.path(model)
+        if model.endswith(".onnx") or local.exists():
+            model = str(local)
+        check_available(model)
+        root = context.cache_dir if context.cache_dir is not None else cache_root()
+        return cls(model=model, tokenizer=None if tokenizer is None else str(context.path(tokenizer)),
+                   cache=context.cache, cache_dir=root / EMBEDDINGS, **settings)
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -46,7 +61,8 @@ class Dense(ScoringRetriever):
         self._encoder: Encoder | None = None
         self._doc_vectors: np.ndarray | None = None
         self._query_memo: dict[str, np.ndarray] = {}
-        self.embedding_cache = EmbeddingCache(self.cache_dir if self.cache_dir is not None else default_embedding_dir())
+        self.embedding_cache = EmbeddingCache(self.cache_dir if self.cache_dir is not None
+                                              else cache_root() / EMBEDDINGS)
 
     @property
     def encoder(self) -> Encoder:

@@ -15,30 +15,13 @@ import os
 import tempfile
 import warnings
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
 
-from retrievers.cache import default_cache_dir
-
 FORMAT = 1
-
-
-def default_embedding_dir() -> Path:
-    """The ``embeddings`` folder inside rankscope's cache folder (:func:`retrievers.cache.default_cache_dir`)."""
-    return default_cache_dir() / "embeddings"
-
-
-def corpus_digest(doc_ids: Sequence[str], texts: Sequence[str]) -> str:
-    """Digest of the (id, text) pairs in the order given: any change of a text, an id or the order changes it."""
-    h = hashlib.sha256()
-    for ident, text in zip(doc_ids, texts, strict=True):
-        h.update(str(ident).encode())
-        h.update(b"\0")
-        h.update(text.encode())
-        h.update(b"\n")
-    return h.hexdigest()[:16]
+EMBEDDINGS = "embeddings"  # the folder inside rankscope's cache folder (retrievers.cache.cache_root)
 
 
 def matrix_checksum(matrix: np.ndarray) -> str:

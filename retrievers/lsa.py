@@ -45,6 +45,8 @@ class LSA(ScoringRetriever):
     seed: int = 0
     tokenizer: Tokenizer = field(default_factory=Tokenizer)
     name: str = "lsa"
+    deterministic = True
+    context_fields = ("tokenizer",)
 
     def __post_init__(self) -> None:
         if self.dims < 1:

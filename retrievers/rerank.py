@@ -43,6 +43,13 @@ class Rerank(Retriever):
             raise ValueError(f"rerank candidates must be >= 1, got {self.candidates}")
         self.unscored = 0
 
+    def notes(self) -> list[str]:
+        found = self.first.notes() + self.second.notes()
+        if self.unscored:
+            found.append(f"{self.unscored} first-stage candidate(s) are not in the second stage's corpus: they "
+                         f"cannot be re-scored and were dropped")
+        return found
+
     def index(self, docs: Documents) -> Rerank:
         self.first.index(docs)
         self.second.index(docs)

@@ -22,12 +22,20 @@ class RRF(Retriever):
     k: float = 60.0
     depth: int = 10
     name: str = "rrf"
+    ranks_components = True  # components are used only through rank(): their rankings may come from a memo
 
     def __post_init__(self) -> None:
         if len(self.components) < 2:
             raise ValueError("RRF needs at least two component retrievers")
         if self.k < 0:
             raise ValueError(f"RRF k must be >= 0, got {self.k}")
+
+    @property
+    def deterministic(self) -> bool:  # type: ignore[override]
+        return all(c.deterministic for c in self.components)
+
+    def notes(self) -> list[str]:
+        return [note for c in self.components for note in c.notes()]
 
     def index(self, docs: Documents) -> RRF:
         for c in self.components:

@@ -6,21 +6,35 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from metrics.run import PAD, Run
+from metrics.errors import InputError
+from metrics.run import Run
 from metrics.trec import read_trec_run
-from retrievers.base import Documents, Retriever, _check_batch
+from retrievers.base import BuildContext, Documents, Retriever, _check_batch, select_rows
+from retrievers.external import listing
 
 
 @dataclass
 class RunFile(Retriever):
     """Serves the rankings of ``path`` (trec_eval's order: score desc, docno desc); questions absent from the
-    file get empty rankings. Documents the corpus does not hold are counted in ``unknown_docs``."""
+    file get empty rankings. Documents the corpus does not hold are listed in ``unknown_docs`` and :meth:`notes`."""
 
     path: str | Path = ""
     name: str = "run_file"
+
+    @classmethod
+    def from_config(cls, context: BuildContext, path: str, name: str = "run_file") -> RunFile:
+        """The file named in the config entry, relative to the launch folder; it must exist before any work."""
+        found = context.path(path)
+        if not found.is_file():
+            raise InputError("run file does not exist (retriever.path)", found)
+        return cls(path=found, name=name)
+
+    def notes(self) -> list[str]:
+        unknown = getattr(self, "unknown_docs", [])
+        if not unknown:
+            return []
+        return [f"{self.path}: {len(unknown)} document id(s) are not in the corpus: {listing(unknown)} (they count "
+                f"as retrieved and not relevant)"]
 
     def index(self, docs: Documents) -> RunFile:
         self._run = read_trec_run(self.path)
@@ -31,13 +45,4 @@ class RunFile(Retriever):
 
     def rank(self, query_ids: Sequence[str], texts: Sequence[str], depth: int = 100) -> Run:
         _check_batch(query_ids, texts)
-        run = self._run
-        rows = pd.Index(run.query_ids).get_indexer(list(query_ids)) if len(run.query_ids) else np.full(
-            len(query_ids), -1)
-        width = min(depth, run.depth)
-        docs = np.full((len(query_ids), width), PAD, dtype=np.int64)
-        scores = np.full(docs.shape, np.nan)
-        found = rows >= 0
-        docs[found] = run.docs[rows[found], :width]
-        scores[found] = run.scores[rows[found], :width]
-        return Run(np.array(query_ids, dtype=object), run.doc_ids, docs, scores, self.name)
+        return select_rows(self._run, query_ids, depth, self.name)

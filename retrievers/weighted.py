@@ -37,6 +37,10 @@ class WeightedSum(ScoringRetriever):
     def __post_init__(self) -> None:
         if len(self.components) < 2:
             raise ValueError("weighted fusion needs at least two component retrievers")
+        not_scoring = [c.name for c in self.components if not isinstance(c, ScoringRetriever)]
+        if not_scoring:
+            raise ValueError(f"weighted fusion needs score-producing components; {', '.join(not_scoring)} only "
+                             f"ranks (use retriever=rrf to fuse it)")
         if self.weights is None:
             if len(self.components) != 2:
                 raise ValueError("with more than two components, give one weight per component")
@@ -45,6 +49,13 @@ class WeightedSum(ScoringRetriever):
             self.weights = (self.alpha, 1.0 - self.alpha)
         if len(self.weights) != len(self.components):
             raise ValueError(f"{len(self.weights)} weights for {len(self.components)} components")
+
+    @property
+    def deterministic(self) -> bool:  # type: ignore[override]
+        return all(c.deterministic for c in self.components)
+
+    def notes(self) -> list[str]:
+        return [note for c in self.components for note in c.notes()]
 
     def index(self, docs: Documents) -> WeightedSum:
         for c in self.components:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.data.beir import helpdesk
+from pipeline.data import helpdesk
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"

@@ -1,1 +1,6 @@
-"""Moved here from the flat pipeline/ (see the following commits for its contract)."""
+"""Pure analysis over plain data: why questions fail (``diagnosis``), every system of a sweep side by side
+(``summary``).
+
+May import: ``pipeline.data``, ``pipeline.common``, ``retrievers``, ``metrics``, numpy, pandas, scipy. Never MLflow,
+Hydra, OmegaConf or matplotlib (an import contract checks it), so it can be used and tested on its own.
+"""

@@ -30,8 +30,10 @@ A missed question that fits no rule is reported as "unclassified".
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -149,6 +151,57 @@ def diagnosis_text(table: pd.DataFrame, system: str, cutoff: int = 3) -> str:
         lines.append(f"  {qid} {row['question']!r}: {row['diagnosis']}")
         lines.append(f"      {row['evidence']}")
     return "\n".join(lines)
+
+
+# Columns added to the per-question table. Lists and mappings are written as JSON text, so the CSV and the
+# MLflow table hold plain strings (and booleans) and read back unchanged.
+COLUMNS = {
+    "missed": "missed",  # first relevant document not in the top `cutoff`
+    "failure_classes": "classes",  # comma-separated CLASSES, "" when none
+    "first_relevant": "rank",  # "2", "not retrieved", "beyond depth 10"
+    "first_result": "first_result",
+    "first_result_shared": "first_result_shared",  # JSON list of question terms
+    "shared_terms": "shared_terms",  # JSON object: relevant document -> shared question terms
+    "late_rank_kind": "late_rank_kind",
+    "duplicate_groups": "duplicate_groups",  # JSON list of lists of near-identical document ids
+    "diagnosis": "diagnosis",
+    "evidence": "evidence",
+}
+
+
+def add_columns(per_question: pd.DataFrame, table: pd.DataFrame) -> None:
+    """Write the diagnosis into the per-question table (``query_id`` column), row by row, as :data:`COLUMNS`."""
+    rows = table.reindex(per_question["query_id"].astype(str))
+    for column, source in COLUMNS.items():
+        values = rows[source].tolist()
+        if source == "missed":
+            per_question[column] = [bool(v) for v in values]
+        else:
+            per_question[column] = [_text(v) for v in values]
+
+
+def diagnosis_from_table(per_question: pd.DataFrame) -> pd.DataFrame | None:
+    """The inverse of :func:`add_columns`, from a per-question table read back (index: question id): the
+    columns the sweep's HTML report shows. None for a run logged without a diagnosis."""
+    if not set(COLUMNS) <= set(per_question.columns):
+        return None
+    frame = pd.DataFrame(index=per_question.index)
+    for column, source in COLUMNS.items():
+        frame[source] = per_question[column]
+    frame["question"] = per_question.get("question", pd.Series("", index=per_question.index))
+    frame = frame.astype({c: object for c in frame.columns if c != "missed"})
+    frame = frame.where(frame.notna(), "")  # an empty text cell reads back as missing
+    frame["missed"] = frame["missed"].map(lambda v: str(v).lower() == "true")
+    classes = frame["classes"].map(lambda v: {c.strip() for c in str(v).split(",")})
+    for name in CLASSES:
+        frame[name] = classes.map(lambda found, name=name: name in found)
+    return frame
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    return "" if value is None else str(value)
 
 
 # ---------------------------------------------------------------------------------------------- internals

@@ -1,26 +1,14 @@
-"""The end-of-sweep summary, built from what MLflow holds about the parent's child runs.
-
-Under the joblib launcher the jobs run in worker processes whose results never come back to the driver, so the
-summary reads the children's metrics, tags and per-question CSV artifacts back from the tracking store. The
-same code therefore serves the basic launcher, joblib, and a sweep re-summarised later from its parent run id.
-"""
+"""The end-of-sweep summary: every system side by side, from plain data (``pipeline.tracking.readback`` reads
+the child runs back from MLflow into :class:`SystemRun` s)."""
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pandas as pd
-from mlflow import MlflowClient
 
 from metrics.comparison import compare
 from metrics.spec import MetricSpec
-from pipeline.common import progress
-from pipeline.job.results import PER_QUESTION_FILE
-from pipeline.tracking.runs import TAG_CORPUS_DIGEST, TAG_ERROR, TAG_SYSTEM
-
-TAG_JOB = "rankscope.job"
 
 
 @dataclass
@@ -65,39 +53,7 @@ class SweepSummary:
         return [s for s in self.systems if not s.finished]
 
 
-def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> list[SystemRun]:
-    """The parent's children in job order, with their per-question tables (finished runs only)."""
-    runs, token = [], None
-    while True:
-        page = client.search_runs([experiment_id], f"tags.mlflow.parentRunId = '{parent_run_id}'",
-                                  max_results=1000, page_token=token)
-        runs.extend(page)
-        token = page.token
-        if not token:
-            break
-    systems = []
-    for run in runs:
-        tags = run.data.tags
-        job = int(tags[TAG_JOB]) if tags.get(TAG_JOB, "").isdigit() else len(systems)
-        systems.append(SystemRun(run.info.run_id, tags.get(TAG_SYSTEM, run.info.run_name), run.info.status, job,
-                                 dict(run.data.metrics), tags.get(TAG_ERROR), tags.get(TAG_CORPUS_DIGEST)))
-    systems.sort(key=lambda s: s.job)
-    _unique_names(systems)
-    done = [s for s in systems if s.status == "FINISHED"]
-    with tempfile.TemporaryDirectory() as tmp:
-        for system in progress.iterate(done, len(done), "reading runs", "run"):
-            try:
-                local = client.download_artifacts(system.run_id, PER_QUESTION_FILE, tmp)
-            except Exception as exc:  # a finished run without its table cannot be compared: report, go on
-                system.error = f"per-question table unreadable: {exc}"
-                continue
-            frame = pd.read_csv(local, dtype={"query_id": str}, keep_default_na=False, na_values=[""])
-            system.per_question = frame.set_index("query_id")
-            Path(local).unlink(missing_ok=True)
-    return systems
-
-
-def _unique_names(systems: list[SystemRun]) -> None:
+def unique_names(systems: list[SystemRun]) -> None:
     seen: dict[str, int] = {}
     for s in systems:
         seen[s.name] = seen.get(s.name, 0) + 1

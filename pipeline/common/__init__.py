@@ -1,1 +1,5 @@
-"""Moved here from the flat pipeline/ (see the following commits for its contract)."""
+"""What every other package of ``pipeline`` shares: the names of tags and files (:mod:`~pipeline.common.names`),
+secret masking (:mod:`~pipeline.common.redact`), atomic JSON files and progress bars.
+
+May import: nothing of ours (it is the bottom layer), and no MLflow, Hydra or matplotlib.
+"""

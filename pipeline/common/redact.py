@@ -6,6 +6,7 @@ otherwise be copied verbatim into MLflow, where anyone who can read the experime
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from collections.abc import Mapping
@@ -104,6 +105,25 @@ def one_line(exc: BaseException) -> str:
     if rest:
         text += " (" + " ".join(line if line.endswith(":") else line + ";" for line in rest).rstrip(";") + ")"
     return redact_text(text)
+
+
+def redact_log_records() -> None:
+    """Mask secrets in every log record this process creates, whoever logs it (Hydra logs each job's overrides,
+    URIs included; a database driver logs its connection errors). Idempotent."""
+    make = logging.getLogRecordFactory()
+    if getattr(make, "rankscope", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        message = record.getMessage()
+        safe = redact_text(message)
+        if safe != message:
+            record.msg, record.args = safe, ()
+        return record
+
+    factory.rankscope = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
 
 
 class RedactingStream:

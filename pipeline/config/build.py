@@ -1,7 +1,8 @@
-"""From a composed config to the objects a job needs: Collection, Retriever, metric specs, settings.
+"""From a composed config to what a job needs: the checked config, its corpus source, retriever, metrics plan.
 
 Pure translation: no MLflow, no printing. Every problem with the config becomes an :class:`InputError` with a
-one-line reason, raised before any expensive work starts.
+one-line reason, raised before any expensive work starts. Retrievers and corpora are built from the class their
+entry names (:mod:`pipeline.config.targets`); nothing here knows one retriever from another.
 """
 
 from __future__ import annotations
@@ -11,48 +12,45 @@ from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from metrics.errors import InputError
 from metrics.evaluate import EvalSettings
 from metrics.spec import MetricSpec, metrics_at, parse_metrics
-from pipeline.config.schema import (
-    BeirCorpus,
-    BM25Config,
-    CacheConfig,
-    DenseConfig,
-    HelpdeskCorpus,
-    LSAConfig,
-    RerankConfig,
-    RRFConfig,
-    RunFileConfig,
-    TextConfig,
-    WeightedConfig,
-)
-from pipeline.data.beir import helpdesk, load_beir
-from pipeline.data.collection import Collection
-from retrievers import BM25, LSA, RRF, Rerank, Retriever, RunFile, Tokenizer, WeightedSum
-from retrievers.base import ScoringRetriever
-from retrievers.cache import default_cache_dir, parse_size
-from retrievers.text import default_stopwords
+from pipeline.config import targets
+from pipeline.data.sources import CorpusSource
+from retrievers.base import BuildContext, Retriever
+from retrievers.cache import cache_root, parse_size
+from retrievers.external import ExternalSearch
+from retrievers.text import Tokenizer, default_stopwords
+
+BUILT = ("corpus", "retriever")  # top-level keys whose entries name the class they build
 
 
-def check_config(cfg: DictConfig) -> None:
-    """Fail plainly on what Hydra lets through: keys added with ``+`` that no schema knows, missing values."""
+def check_config(cfg: DictConfig) -> DictConfig:
+    """Fail plainly on what Hydra lets through (keys added with ``+`` that nothing takes, missing values, values
+    of the wrong type for the retriever or corpus class), and return ``cfg`` with its ``corpus`` and ``retriever``
+    entries complete: every setting their classes take, typed and defaulted (what the run's params record)."""
     _check_known_keys(cfg, "")
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
         hint = " (e.g. corpus.path=FOLDER)" if "corpus.path" in missing else ""
         raise InputError(f"missing required value(s): {', '.join(missing)}{hint}")
+    with open_dict(cfg):
+        for key in BUILT:
+            cfg[key] = targets.checked(cfg[key], key)
     if "cache" in cfg:
         try:
             parse_size(cfg.cache.limit)
         except ValueError as exc:
             raise InputError(f"cache.limit: {exc}") from None
+    if int(cfg.get("depth", 1)) < 1:
+        raise InputError(f"depth must be at least 1, got {cfg.depth}")
+    return cfg
 
 
 def _check_known_keys(node: Any, path: str) -> None:
-    if not isinstance(node, DictConfig):
+    if not isinstance(node, DictConfig) or path in BUILT:
         return
     schema = OmegaConf.get_type(node)
     if schema is not None and is_dataclass(schema):
@@ -70,21 +68,11 @@ def _check_known_keys(node: Any, path: str) -> None:
 
 def resolve_path(path: str, base: Path) -> Path:
     """A user-given path: absolute as is, relative to ``base`` (the launch directory) otherwise."""
-    p = Path(path).expanduser()
-    return p if p.is_absolute() else (base / p).resolve()
+    return BuildContext(base=base).path(path)
 
 
-def load_collection(corpus: DictConfig, base: Path) -> Collection:
-    schema = OmegaConf.get_type(corpus)
-    if schema is HelpdeskCorpus:
-        return helpdesk()
-    if schema is BeirCorpus:
-        return load_beir(resolve_path(corpus.path, base), corpus.split, corpus.name, corpus.strict)
-    raise InputError(f"corpus config of unknown kind {schema}: use corpus=helpdesk or corpus=beir")
-
-
-def make_tokenizer(text: DictConfig | TextConfig, base: Path) -> Tokenizer:
-    words = text.stopwords
+def make_tokenizer(text: Mapping[str, Any], base: Path) -> Tokenizer:
+    words = text["stopwords"]
     if words == "default":
         stop = default_stopwords()
     elif words in ("none", "", None):
@@ -94,70 +82,38 @@ def make_tokenizer(text: DictConfig | TextConfig, base: Path) -> Tokenizer:
         if not path.is_file():
             raise InputError("stop-word file does not exist (text.stopwords)", path)
         stop = frozenset(path.read_text(encoding="utf-8").split())
-    return Tokenizer(pattern=text.pattern, lowercase=text.lowercase, stopwords=stop)
+    return Tokenizer(pattern=text["pattern"], lowercase=text["lowercase"], stopwords=stop)
 
 
-def make_retriever(node: DictConfig, tokenizer: Tokenizer, base: Path, where: str = "retriever",
-                   cache: DictConfig | CacheConfig | None = None) -> Retriever:
-    """Build the retriever a config node describes; fusions and two-stage retrievers build their parts recursively.
-
-    ``cache`` (the config's ``cache`` node) says whether and where dense retrievers keep document embeddings.
-    """
-    schema = OmegaConf.get_type(node)
-    try:
-        if schema is DenseConfig:
-            return make_dense(node, base, cache or CacheConfig())
-        if schema is RerankConfig:
-            first = make_retriever(node.first, tokenizer, base, f"{where}.first", cache)
-            second = make_retriever(node.second, tokenizer, base, f"{where}.second", cache)
-            if not isinstance(second, ScoringRetriever):
-                raise InputError(f"{where}.second: the second stage must score documents; {second.name} only "
-                                 f"ranks them")
-            name = node.name or f"{first.name}->{second.name}"
-            return Rerank(first=first, second=second, candidates=node.candidates, name=name)
-        if schema is BM25Config:
-            return BM25(k1=node.k1, b=node.b, tokenizer=tokenizer, name=node.name)
-        if schema is LSAConfig:
-            return LSA(dims=node.dims, algorithm=node.algorithm.value, seed=node.seed, tokenizer=tokenizer,
-                       name=node.name)
-        if schema is RunFileConfig:
-            path = resolve_path(node.path, base)
-            if not path.is_file():
-                raise InputError(f"run file does not exist ({where}.path)", path)
-            return RunFile(path=path, name=node.name)
-        if schema in (WeightedConfig, RRFConfig):
-            components = [make_retriever(c, tokenizer, base, f"{where}.components.{key}", cache)
-                          for key, c in node.components.items()]
-            if schema is RRFConfig:
-                return RRF(components=components, k=node.k, depth=node.depth, name=node.name)
-            not_scoring = [c.name for c in components if not isinstance(c, ScoringRetriever)]
-            if not_scoring:
-                raise InputError(f"{where}: weighted fusion needs score-producing components; "
-                                 f"{', '.join(not_scoring)} only ranks (use retriever=rrf to fuse it)")
-            weights = None if node.weights is None else list(node.weights)
-            return WeightedSum(components=components, alpha=node.alpha, weights=weights, depth=node.depth,
-                               name=node.name)
-    except ValueError as exc:  # the retrievers' own range checks (k1 < 0, alpha > 1, ...)
-        if isinstance(exc, InputError):
-            raise
-        raise InputError(f"{where}: {exc}") from None
-    raise InputError(f"{where}: unknown retriever config {schema}; use one of conf/retriever/")
+def build_context(cfg: DictConfig, base: Path, tokenizer: Tokenizer | None = None) -> BuildContext:
+    """What retrievers and corpora take from the job: the shared tokenizer, the launch folder, the cache folder."""
+    cache = cfg.get("cache") or {}
+    return BuildContext(tokenizer=tokenizer or make_tokenizer(cfg.text, base), base=base,
+                        cache=bool(cache.get("enabled", True)), cache_dir=cache_root(cache.get("dir"), base))
 
 
-def make_dense(node: DictConfig, base: Path, cache: DictConfig | CacheConfig):
-    """A :class:`retrievers.dense.Dense`; without the ``[dense]`` extra, the one-line install hint (an InputError)."""
-    from retrievers.dense import Dense
-    from retrievers.encoders import check_available
+def make_retriever(node: DictConfig, context: BuildContext, where: str = "retriever") -> Retriever:
+    """The retriever a (checked) entry describes; fusions and two-stage retrievers build their parts the same way."""
+    return targets.build(node, context, where, finish=as_retriever)
 
-    model = str(node.model)
-    local = resolve_path(model, base)
-    if model.endswith(".onnx") or local.exists():  # a file or folder, relative to the launch directory
-        model = str(local)
-    check_available(model)
-    tokenizer = None if node.tokenizer is None else str(resolve_path(node.tokenizer, base))
-    root = resolve_path(cache.dir, base) if cache.dir else default_cache_dir()
-    return Dense(model=model, max_length=node.max_length, batch_size=node.batch_size, cache=bool(cache.enabled),
-                 cache_dir=root / "embeddings", tokenizer=tokenizer, name=node.name)
+
+def as_retriever(built: Any, name: str | None, node: Any, where: str) -> Retriever:
+    """A built-in retriever as built; a user's object with ``search(questions, k)`` behind the checking adapter."""
+    if isinstance(built, Retriever):
+        return built
+    if callable(getattr(built, "search", None)):
+        return ExternalSearch(engine=built, name=name or type(built).__name__)
+    raise InputError(f"{where}._target_={node[targets.TARGET]} builds a {type(built).__name__}, which has neither "
+                     f"search(questions, k) nor rank(query_ids, texts, depth)")
+
+
+def make_corpus(node: DictConfig, base: Path) -> CorpusSource:
+    """The corpus source a (checked) ``corpus`` entry describes."""
+    source = targets.build(node, BuildContext(base=base), "corpus")
+    if not callable(getattr(source, "load", None)):
+        raise InputError(f"corpus._target_={node[targets.TARGET]} builds a {type(source).__name__}, which cannot "
+                         f"load() a corpus")
+    return source
 
 
 @dataclass(frozen=True)
@@ -192,6 +148,16 @@ def metric_plan(metrics: DictConfig | Mapping[str, Any]) -> MetricPlan:
     method = boot["method"]
     return MetricPlan(specs, show, primary, settings, int(boot["resamples"]), int(boot["seed"]),
                       float(boot["confidence"]), getattr(method, "value", method))
+
+
+def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """``{'retriever': {'k1': 1.2}}`` -> ``{'retriever.k1': 1.2}``; lists stay whole (``[3, 5, 10]``)."""
+    if isinstance(tree, Mapping):
+        out: dict[str, Any] = {}
+        for key, value in tree.items():
+            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: tree}
 
 
 def plain(cfg: DictConfig | ListConfig) -> Any:

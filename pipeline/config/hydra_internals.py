@@ -1,4 +1,7 @@
-"""Each job's config composed once per sweep in the driver, however many times Hydra asks for it.
+"""The one module that reaches into Hydra's internals; ``tests/pipeline/config/test_hydra_internals.py`` fails
+loudly if a Hydra release changes what it relies on.
+
+1. Each job's config composed once per sweep in the driver, however many times Hydra asks for it.
 
 In a basic sweep the driver composes every job's config three times: :func:`pipeline.sweep.callback.validate_jobs`
 checks them all before anything starts, Hydra's sweeper composes them again to check the batch
@@ -11,6 +14,9 @@ number into its config, so nobody may share one).
 The result of ``load_sweep_config`` depends only on the master config's name and Hydra overrides and on the
 job's overrides (the config search path is fixed for the process), so those are the key. Pickled (a joblib
 worker receives the loader), it carries no cache: the worker composes its job itself, as before.
+
+2. Each job's overrides, as the basic sweeper will split a sweep into jobs (:func:`job_override_lists`), so the
+driver can check every job's config before any starts.
 """
 
 from __future__ import annotations
@@ -64,3 +70,32 @@ def compose_normally(loader: Any) -> None:
     """Undo :func:`compose_once` (the sweep is over: its configs are not kept)."""
     if isinstance(loader.__dict__.get(_ATTRIBUTE), ComposedConfigs):
         delattr(loader, _ATTRIBUTE)
+
+
+def job_override_lists(config: DictConfig, overrides: list[str]) -> list[list[str]] | None:
+    """Each job's overrides, as Hydra's basic sweeper will launch them (None for other sweepers).
+
+    Uses ``BasicSweeper.split_arguments``, a static method of Hydra's internal basic sweeper plugin."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    if not str(config.hydra.sweeper.get("_target_", "")).endswith("BasicSweeper"):
+        return None
+    loader = GlobalHydra.instance().config_loader()
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(overrides)
+    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def compose_job(config: DictConfig, overrides: list[str]) -> DictConfig:
+    """A job's config (its ``hydra`` node included) as the launcher composes it, from the sweep's config."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    return GlobalHydra.instance().config_loader().load_sweep_config(config, list(overrides))
+
+
+def loader_memo() -> ComposedConfigs:
+    """Make the running Hydra's config loader compose each job once for the rest of the sweep (see module)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    return compose_once(GlobalHydra.instance().config_loader())

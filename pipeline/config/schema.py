@@ -1,9 +1,9 @@
-"""Typed schemas of the Hydra configuration, registered in Hydra's ConfigStore.
+"""Typed schema of the Hydra configuration, registered in Hydra's ConfigStore as ``rankscope_schema``.
 
-Every YAML file under ``conf/`` is merged into one of these dataclasses, so a misspelt key or a value of the
-wrong type stops the command before any job starts, with Hydra's own one-line message. Each retriever and
-corpus option has its own schema (``conf/retriever/bm25.yaml`` extends ``BM25Config``); the job dispatches on
-the schema's type, not on a free-text field.
+Every YAML file under ``conf/`` is merged into :class:`Config`, so a misspelt key or a value of the wrong type stops
+the command before any job starts, with Hydra's own one-line message. ``corpus`` and ``retriever`` are entries that
+name the class they build (``_target_``): they are checked against that class itself (:mod:`pipeline.config.targets`),
+so adding a retriever needs no schema here.
 """
 
 from __future__ import annotations
@@ -14,116 +14,6 @@ from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
-
-# -- corpus ---------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class HelpdeskCorpus:
-    """SPEC.md's 28-document help-desk corpus, embedded in the package (no path needed)."""
-
-    name: str = "helpdesk"
-    split: str = "test"
-
-
-@dataclass
-class BeirCorpus:
-    """A BEIR-layout folder; a relative ``path`` is read from the directory the command was started in."""
-
-    path: str = MISSING
-    split: str = "test"
-    name: str | None = None  # default: the folder's name
-    strict: bool = False  # judgments naming unknown documents or questions: drop and report, or stop
-
-
-# -- retrievers -----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class BM25Config:
-    """retrievers/bm25.py: Lucene-flavoured BM25."""
-
-    name: str = "BM25"
-    k1: float = 1.2
-    b: float = 0.75
-
-
-class SVDAlgorithm(Enum):
-    arpack = "arpack"
-    randomized = "randomized"
-
-
-@dataclass
-class LSAConfig:
-    """retrievers/lsa.py: TF-IDF reduced by truncated SVD, scored by cosine."""
-
-    name: str = "LSA"
-    dims: int = 6
-    algorithm: SVDAlgorithm = SVDAlgorithm.arpack
-    seed: int = 0
-
-
-@dataclass
-class WeightedConfig:
-    """retrievers/weighted.py: ``alpha * first + (1 - alpha) * second`` of min-max normalised scores.
-
-    ``components`` are retriever configs composed from ``conf/retriever/`` (scoring retrievers only); with
-    more than two, give ``weights``.
-    """
-
-    name: str = "weighted"
-    alpha: float = 0.5
-    weights: list[float] | None = None
-    depth: int = 10
-    components: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class RRFConfig:
-    """retrievers/rrf.py: Reciprocal Rank Fusion of the components' top-``depth`` lists."""
-
-    name: str = "RRF"
-    k: float = 60.0
-    depth: int = 10
-    components: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class DenseConfig:
-    """retrievers/dense.py: cosine between sentence embeddings (a bi-encoder); needs the ``[dense]`` extra.
-
-    ``model``: ``minilm-int8`` (offline all-MiniLM-L6-v2, int8 ONNX), a ``.onnx`` file, or a sentence-transformers
-    name or folder. Document embeddings are cached per (corpus, model, settings) under ``cache.dir``.
-    """
-
-    name: str = "dense"
-    model: str = "minilm-int8"
-    max_length: int | None = None  # word pieces kept per text (None: 256, as sentence-transformers does)
-    batch_size: int = 32
-    tokenizer: str | None = None  # a tokenizer.json for a .onnx model (default: the file beside it)
-
-
-@dataclass
-class RerankConfig:
-    """retrievers/rerank.py: the ``first`` stage's top ``candidates`` re-ordered by the ``second`` stage's scores.
-
-    With a dense second stage this is bi-encoder re-scoring (not a cross-encoder): it can re-order what the first
-    stage found, never find what it missed. ``conf/retriever/rerank.yaml`` names it ``<first>-><second>``.
-    """
-
-    name: str | None = None
-    candidates: int = 100
-    first: Any = MISSING
-    second: Any = MISSING
-
-
-@dataclass
-class RunFileConfig:
-    """retrievers/run_file.py: a production system's rankings read from a TREC run file."""
-
-    path: str = MISSING
-    name: str = "run_file"
-
 
 # -- metrics, text, cache, tracking -----------------------------------------------------------------------------
 
@@ -248,8 +138,8 @@ class TuneConfig:
 
 @dataclass
 class Config:
-    corpus: Any = MISSING
-    retriever: Any = MISSING
+    corpus: Any = MISSING  # an entry of conf/corpus/: _target_ and its settings
+    retriever: Any = MISSING  # an entry of conf/retriever/: _target_ and its settings
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     text: TextConfig = field(default_factory=TextConfig)
@@ -263,18 +153,6 @@ class Config:
     quiet: bool = False  # no progress bars (they are drawn only on a terminal, and only in the driver's process)
 
 
-RETRIEVER_SCHEMAS: dict[str, type] = {
-    "bm25": BM25Config, "lsa": LSAConfig, "weighted": WeightedConfig, "rrf": RRFConfig, "run_file": RunFileConfig,
-    "dense": DenseConfig, "rerank": RerankConfig,
-}
-CORPUS_SCHEMAS: dict[str, type] = {"helpdesk": HelpdeskCorpus, "beir": BeirCorpus}
-
-
 def register() -> None:
-    """Store the schemas: ``rankscope`` (the primary schema) and ``schema/<group>/<name>`` for group files."""
-    cs = ConfigStore.instance()
-    cs.store(name="rankscope_schema", node=Config)
-    for name, node in RETRIEVER_SCHEMAS.items():
-        cs.store(group="schema/retriever", name=name, node=node)
-    for name, node in CORPUS_SCHEMAS.items():
-        cs.store(group="schema/corpus", name=name, node=node)
+    """Store the primary schema (``conf/config.yaml`` lists it first in its defaults)."""
+    ConfigStore.instance().store(name="rankscope_schema", node=Config)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -142,10 +141,3 @@ def load_beir(path: str | Path, split: str = "test", name: str | None = None, st
                      f"(left out of the means)")
     return Collection(name or folder.name, doc_ids, doc_texts, query_ids, query_texts, qrels,
                       source=str(folder.resolve()), split=split, notes=notes, judgments=str(qrels_path.resolve()))
-
-
-def helpdesk() -> Collection:
-    """The embedded default: SPEC.md's 28-document help-desk corpus, shipped with the package."""
-    folder = resources.files("pipeline.data").joinpath("helpdesk")
-    collection = load_beir(Path(str(folder)), "test", name="helpdesk")
-    return collection

@@ -1,1 +1,8 @@
-"""Moved here from the flat pipeline/ (see the following commits for its contract)."""
+"""One job of a sweep (or a single run), stage by stage: check, load, index, rank, evaluate, diagnose, write,
+publish (:func:`pipeline.job.run.execute_job`). Also what a process reuses across its jobs (``reuse``) and the
+hand-off between a sweep's driver and its jobs (``context``).
+
+May import: ``pipeline.config``, ``pipeline.tracking``, ``pipeline.reports``, ``pipeline.analysis``,
+``pipeline.data``, ``pipeline.common``, ``retrievers``, ``metrics``, OmegaConf. Never MLflow, Hydra or matplotlib
+directly.
+"""

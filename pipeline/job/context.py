@@ -11,8 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pipeline.common.jsonfile import read_json, write_json
-
-HANDOFF_FILE = "mlflow_sweep.json"
+from pipeline.common.names import HANDOFF_FILE
 
 
 @dataclass(frozen=True)
@@ -55,11 +54,11 @@ def system_name(retriever_name: str, overrides: list[str], varying: list[str]) -
     for override in overrides:
         key, _, value = override.lstrip("+~").partition("=")
         if key in varying and key != "retriever":
-            parts.append(f"{key.removeprefix('retriever.')}={_short(value)}")
+            parts.append(f"{key.removeprefix('retriever.')}={short_value(value)}")
     return " ".join([retriever_name, *parts])
 
 
-def _short(value: str) -> str:
+def short_value(value: str) -> str:
     """A swept path is named by its last part: ``corpus.path=.../scifact``; a tuner's float by 4 digits."""
     if "/" in value and len(value) > 24:
         return ".../" + value.rstrip("/").rsplit("/", 1)[-1]

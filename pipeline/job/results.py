@@ -1,15 +1,7 @@
-"""One job of a sweep (or a single run): load, index, rank, score, bootstrap; then write the results files.
-
-:func:`evaluate_job` does the work and returns a :class:`JobResult` holding everything later stages need
-(Collection, Run, per-question table, intervals). Nothing here talks to MLflow or Hydra: ``pipeline.app``
-hands the result to ``pipeline.tracking.runs`` and prints ``pipeline.reports.text``'s table.
-"""
+"""What a job produced (:class:`JobResult`), its per-question table, and the files it writes into its folder."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,21 +15,14 @@ from metrics.evaluate import Evaluation, evaluate
 from metrics.run import PAD, Run
 from metrics.trec import write_trec_run
 from pipeline.common import progress
+from pipeline.common.names import CONFIG_FILE, MEANS_FILE, PER_QUESTION_FILE, RUN_FILE
 from pipeline.common.redact import redact_tree
-from pipeline.config.build import MetricPlan, check_config, make_retriever, make_tokenizer, metric_plan, plain
+from pipeline.config.build import MetricPlan, plain
 from pipeline.data.collection import Collection
-from pipeline.job.chunked import rank_in_chunks
-from pipeline.job.reuse import JobReuse
+from pipeline.reports.text import job_text
 from retrievers import Retriever
 
 TOP_SHOWN = 3  # top document ids kept per question in the per-question table
-
-# Names of the files every job writes into its output directory (and logs as MLflow artifacts).
-CONFIG_FILE = "config.yaml"
-PER_QUESTION_FILE = "per_question.csv"
-RUN_FILE = "run.trec"
-MEANS_FILE = "metrics.csv"
-PER_QUESTION_TABLE = "per_question.json"  # the mlflow.log_table artifact
 
 
 @dataclass
@@ -54,6 +39,16 @@ class JobResult:
     table: pd.DataFrame  # one row per evaluated question: see per_question_table()
     seconds: dict[str, float] = field(default_factory=dict)
     extra_metrics: dict[str, float] = field(default_factory=dict)  # cache/* reuse counts; later stages add theirs
+    notes: list[str] = field(default_factory=list)  # what loading and ranking dropped or corrected, one line each
+
+    @classmethod
+    def of(cls, system: str, collection: Collection, retriever: Retriever, run: Run, evaluation: Evaluation,
+           plan: MetricPlan, intervals: dict[str, Interval], seconds: dict[str, float],
+           extra: dict[str, float]) -> JobResult:
+        """A job's result, its per-question table and its notes (what loading and ranking dropped) included."""
+        return cls(system, collection, retriever, run, evaluation, plan, intervals,
+                   per_question_table(collection, run, evaluation), seconds, extra,
+                   [*collection.notes, *retriever.notes()])
 
     def metrics(self) -> dict[str, float]:
         """The run's MLflow metrics: each mean and its bounds, question counts, stage timings, extra metrics."""
@@ -73,75 +68,31 @@ class JobResult:
         out.update(self.extra_metrics)
         return out
 
+    def text(self) -> str:
+        """The terminal table: each metric's mean with its interval, under a line saying what was measured."""
+        return job_text(self)
+
     def means_frame(self) -> pd.DataFrame:
         rows = [(name, iv.mean, iv.low, iv.high) for name, iv in self.intervals.items()]
         return pd.DataFrame(rows, columns=["metric", "mean", "ci_low", "ci_high"]).set_index("metric")
 
 
-class _Stages:
-    """Times each stage; shows a progress bar only on a terminal and only once a job runs past 2 seconds."""
-
-    def __init__(self, names: list[str], label: str):
-        self.seconds: dict[str, float] = {}
-        self._bar = progress.bar(len(names), label, "stage")
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        self._bar.set_postfix_str(name, refresh=False)
-        start = time.perf_counter()
-        yield
-        self.seconds[name] = time.perf_counter() - start
-        self._bar.update()
-
-    def close(self) -> None:
-        self._bar.close()
+def score(run: Run, collection: Collection, plan: MetricPlan) -> Evaluation:
+    """Every metric of the plan, per question; an InputError when no question can be scored."""
+    evaluation = evaluate(run, collection.qrels, plan.specs, plan.settings, query_ids=collection.query_ids)
+    if evaluation.per_query.empty:
+        raise InputError(f"no question of {collection.name} has a judgment at or above relevance level "
+                         f"{plan.settings.level}: nothing to evaluate")
+    return evaluation
 
 
-def evaluate_job(cfg: DictConfig, launch_dir: Path, system: str, collection: Collection | None = None) -> JobResult:
-    """Run one configured study end to end (no logging). Bad input raises :class:`InputError`.
-
-    ``collection``: the corpus already loaded by the caller (who needed its digest first). Work that does not
-    depend on what a sweep varies (loading, tokenising, fusion components' rankings) is shared with the other jobs
-    of this process, and term counts with other processes, through :mod:`pipeline.job.reuse`.
-    """
-    check_config(cfg)
-    plan = metric_plan(cfg.metrics)
-    tokenizer = make_tokenizer(cfg.text, launch_dir)
-    retriever = make_retriever(cfg.retriever, tokenizer, launch_dir, cache=cfg.cache)
-    if cfg.depth < 1:
-        raise InputError(f"depth must be at least 1, got {cfg.depth}")
-    reuse = JobReuse(cfg, tokenizer, launch_dir)
-    stages = _Stages(["load", "index", "rank", "evaluate", "bootstrap"], system)
-    try:
-        with stages.stage("load"):
-            collection = reuse.collection(cfg.corpus, launch_dir, collection)
-        with stages.stage("index"):
-            try:
-                reuse.share_components(retriever, cfg.retriever, collection)
-                retriever.index(reuse.documents(collection))
-            except ValueError as exc:  # e.g. LSA dims beyond what the corpus allows
-                if isinstance(exc, InputError):
-                    raise
-                raise InputError(f"retriever {retriever.name}: {exc}") from None
-        with stages.stage("rank"):
-            run = rank_in_chunks(reuse.ranking(retriever, cfg.retriever, collection), collection.query_ids,
-                                 collection.query_texts, cfg.depth, len(collection.doc_ids), f"ranking ({system})")
-        with stages.stage("evaluate"):
-            evaluation = evaluate(run, collection.qrels, plan.specs, plan.settings, query_ids=collection.query_ids)
-            if evaluation.per_query.empty:
-                raise InputError(f"no question of {collection.name} has a judgment at or above relevance level "
-                                 f"{plan.settings.level}: nothing to evaluate")
-        with stages.stage("bootstrap"):
-            names = [s.name for s in plan.specs]
-            values = evaluation.per_query[names].to_numpy(dtype=np.float64)
-            with progress.ticker(plan.resamples, "bootstrap", "resample", unit_scale=True) as tick:
-                found = bootstrap_ci(values, plan.resamples, plan.seed, plan.confidence, plan.method, progress=tick)
-            intervals = dict(zip(names, found))
-    finally:
-        stages.close()
-    table = per_question_table(collection, run, evaluation)
-    reused = {f"cache/{name}": count for name, count in reuse.counters().items()}
-    return JobResult(system, collection, retriever, run, evaluation, plan, intervals, table, stages.seconds, reused)
+def bootstrap(evaluation: Evaluation, plan: MetricPlan) -> dict[str, Interval]:
+    """Each metric's mean with its bootstrap interval over questions (one set of resamples for every metric)."""
+    names = [s.name for s in plan.specs]
+    values = evaluation.per_query[names].to_numpy(dtype=np.float64)
+    with progress.ticker(plan.resamples, "bootstrap", "resample", unit_scale=True) as tick:
+        found = bootstrap_ci(values, plan.resamples, plan.seed, plan.confidence, plan.method, progress=tick)
+    return dict(zip(names, found))
 
 
 def per_question_table(collection: Collection, run: Run, evaluation: Evaluation) -> pd.DataFrame:

@@ -22,27 +22,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from metrics.errors import InputError
 from metrics.run import Run
-from pipeline.config.build import load_collection, plain, resolve_path
-from pipeline.config.schema import BeirCorpus, BM25Config, LSAConfig, RRFConfig, WeightedConfig
-from pipeline.data.beir import find_corpus_file
+from pipeline.config.build import plain
 from pipeline.data.collection import Collection
-from retrievers import RRF, Retriever, Tokenizer
-from retrievers.cache import DEFAULT_LIMIT_BYTES, CachedDocuments, TermCountCache, default_cache_dir, parse_size
+from pipeline.data.sources import CorpusSource
+from retrievers import Retriever, Tokenizer
+from retrievers.cache import DEFAULT_LIMIT_BYTES, CachedDocuments, TermCountCache, cache_root, parse_size
 from retrievers.lsa import TFIDF_STATS
 
-# Retriever configs whose ranking is fully determined by config + corpus + questions + tokenizer (a run file is
-# not: its content can change under the same path).
-DETERMINISTIC = (BM25Config, LSAConfig, WeightedConfig, RRFConfig)
 COLLECTIONS_KEPT = 2
 RUNS_BYTES = 512 * 2**20  # rankings kept in memory, least recently used dropped first
 
 _caches: dict[tuple[str | None, int], TermCountCache] = {}
 _collections: OrderedDict[str, Collection] = OrderedDict()
-_origin: dict[int, str] = {}  # id of a Collection -> how its latest request was served: "loaded" or "reused"
 _runs: OrderedDict[str, tuple[int, Run]] = OrderedDict()
 STATS: Counter = Counter()  # runs_ranked/_reused: this process's totals
 
@@ -55,40 +50,29 @@ def shared_cache(directory: Path | None, limit_bytes: int = DEFAULT_LIMIT_BYTES)
     return _caches[key]
 
 
-def cache_directory(cache_cfg: DictConfig, base: Path) -> Path:
-    """``cache.dir`` (relative to the launch directory), else :func:`retrievers.cache.default_cache_dir`."""
-    return resolve_path(cache_cfg.dir, base) if cache_cfg.dir else default_cache_dir()
-
-
-def shared_collection(corpus: DictConfig, base: Path) -> Collection:
-    """The corpus, loaded once per process while its files are unchanged (the runner asks first, for its digest)."""
-    key = _collection_key(corpus, base)
+def shared_collection(source: CorpusSource, node: DictConfig) -> tuple[Collection, str]:
+    """The corpus, loaded once per process while its files are unchanged; and how this request was served,
+    ``"loaded"`` or ``"reused"``."""
+    key = _collection_key(source, node)
     if key is not None and key in _collections:
         _collections.move_to_end(key)
-        collection = _collections[key]
-        _origin[id(collection)] = "reused"
-        return collection
-    collection = load_collection(corpus, base)
-    _origin[id(collection)] = "loaded"
+        return _collections[key], "reused"
+    collection = source.load()
     if key is not None:
         _collections[key] = collection
         while len(_collections) > COLLECTIONS_KEPT:
-            _origin.pop(id(_collections.popitem(last=False)[1]), None)
-    return collection
+            _collections.popitem(last=False)
+    return collection, "loaded"
 
 
-def _collection_key(corpus: DictConfig, base: Path) -> str | None:
-    """What identifies a loaded corpus: its config and the size and time of each file read (None: unknown kind)."""
-    schema = OmegaConf.get_type(corpus)
-    stamp: list[Any] = []
-    if schema is BeirCorpus and not OmegaConf.is_missing(corpus, "path"):
-        folder = resolve_path(corpus.path, base)
-        try:
-            files = [find_corpus_file(folder), folder / "queries.jsonl", folder / "qrels" / f"{corpus.split}.tsv"]
-            stamp = [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
-        except (InputError, OSError):
-            return None  # let the loader report what is missing
-    return json.dumps([str(schema), plain(corpus), stamp], sort_keys=True, default=str)
+def _collection_key(source: CorpusSource, node: DictConfig) -> str | None:
+    """What identifies a loaded corpus: its config entry and the size and time of each file it reads (None when a
+    file is missing: the loader reports it)."""
+    try:
+        stamp = [(str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in source.files()]
+    except (InputError, OSError):
+        return None
+    return json.dumps([plain(node), stamp], sort_keys=True, default=str)
 
 
 def _digest(*parts: Any) -> str:
@@ -102,13 +86,6 @@ def _without_names(tree: Any) -> Any:
     return tree
 
 
-def deterministic(node: DictConfig) -> bool:
-    if not isinstance(node, DictConfig) or OmegaConf.get_type(node) not in DETERMINISTIC:
-        return False
-    components = node.get("components")
-    return components is None or all(deterministic(c) for c in components.values())
-
-
 class JobReuse:
     """One job's view of the process's memos; :meth:`counters` tells what the job reused (``cache/*``)."""
 
@@ -116,7 +93,7 @@ class JobReuse:
         self.tokenizer = tokenizer
         self.term_cache = None
         if cfg.cache.enabled:
-            self.term_cache = shared_cache(cache_directory(cfg.cache, base), parse_size(cfg.cache.limit))
+            self.term_cache = shared_cache(cache_root(cfg.cache.dir, base), parse_size(cfg.cache.limit))
         self._start = self._totals()
         self._collection_origin: str | None = None
 
@@ -138,10 +115,9 @@ class JobReuse:
 
     # -- corpus ------------------------------------------------------------------------------------------------
 
-    def collection(self, corpus: DictConfig, base: Path, given: Collection | None = None) -> Collection:
-        """The job's corpus (``given`` when the caller already has it), loaded once per process."""
-        collection = given if given is not None else shared_collection(corpus, base)
-        self._collection_origin = _origin.get(id(collection), "loaded")
+    def collection(self, source: CorpusSource, node: DictConfig) -> Collection:
+        """The job's corpus, loaded once per process."""
+        collection, self._collection_origin = shared_collection(source, node)
         return collection
 
     def documents(self, collection: Collection):
@@ -152,15 +128,17 @@ class JobReuse:
 
     # -- rankings ----------------------------------------------------------------------------------------------
 
-    def _run_key(self, node: DictConfig, collection: Collection) -> str | None:
-        if not deterministic(node):
+    def _run_key(self, retriever: Retriever, node: DictConfig, collection: Collection) -> str | None:
+        """The memo key of a retriever's rankings: its config entry (names aside), the tokenizer and the corpus;
+        None when the retriever is not deterministic (its rankings are never reused)."""
+        if not retriever.deterministic:
             return None
         return _digest(_without_names(plain(node)), self.tokenizer.digest, collection.corpus_digest)
 
     def ranking(self, retriever: Retriever, node: DictConfig, collection: Collection) -> Retriever:
-        """``retriever`` (already indexed) as it should rank in this job: through the memo when its config is
-        deterministic, so its ranking serves later jobs (an RRF with it as a component) and a repeat of it."""
-        key = self._run_key(node, collection)
+        """``retriever`` (already indexed) as it should rank in this job: through the memo when it is
+        deterministic, so its ranking serves later jobs (a fusion with it as a component) and a repeat of it."""
+        key = self._run_key(retriever, node, collection)
         if key is None:
             return retriever
         shared = SharedRanking(retriever, key)
@@ -168,14 +146,14 @@ class JobReuse:
         return shared
 
     def share_components(self, retriever: Retriever, node: DictConfig, collection: Collection) -> None:
-        """Before indexing: RRF's components (at any nesting) take rankings that earlier jobs kept, and are
-        indexed only if they must rank themselves."""
-        if not isinstance(retriever, RRF):
+        """Before indexing: the components of a fusion that reads them only through rank() (at any nesting) take
+        rankings that earlier jobs kept, and are indexed only if they must rank themselves."""
+        if not retriever.ranks_components:
             return
         wrapped = []
         for component, child in zip(retriever.components, node.components.values()):
             self.share_components(component, child, collection)
-            key = self._run_key(child, collection)
+            key = self._run_key(component, child, collection)
             wrapped.append(component if key is None else SharedRanking(component, key))
         retriever.components = wrapped
 
@@ -234,6 +212,13 @@ class SharedRanking(Retriever):
             run = self.inner.rank(query_ids, texts, depth)
             _store(key, depth, run)
         return run
+
+    @property
+    def deterministic(self) -> bool:  # type: ignore[override]
+        return self.inner.deterministic
+
+    def notes(self) -> list[str]:
+        return self.inner.notes()
 
     def __getattr__(self, attribute: str):
         if attribute.startswith("_") or attribute in ("inner", "key"):

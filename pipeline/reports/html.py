@@ -96,7 +96,7 @@ def render_html(title: str, sections: Sequence[Section], meta: Mapping[str, str]
     return "\n".join(parts)
 
 
-def sweep_report(
+def sweep_html(
     title: str,
     summary: pd.DataFrame,
     ranks: pd.DataFrame | None = None,

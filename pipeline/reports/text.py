@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import pandas as pd
 
+from metrics.bootstrap import Interval
 from pipeline.analysis.summary import SweepSummary
-from pipeline.job.results import JobResult
 
 MAX_RANK_ROWS = 30  # beyond this many questions, the rank table shows only those some system misses
 
 
-def job_report(result: JobResult) -> str:
+class Measured(Protocol):
+    """What :func:`job_text` reads of a job's result (``pipeline.job.results.JobResult``)."""
+
+    system: str
+    collection: Any
+    evaluation: Any
+    plan: Any
+    intervals: dict[str, Interval]
+
+
+def job_text(result: Measured) -> str:
     """Each metric's mean with its bootstrap interval, under a line saying what was measured."""
     c, e = result.collection, result.evaluation
     level = int(result.plan.settings.level)
@@ -18,11 +30,11 @@ def job_report(result: JobResult) -> str:
             f"{len(e.without_judgments)} without a judgment >= {level}, {len(c.doc_ids)} documents")
     confidence = f"{result.plan.confidence:.0%}"
     rows = [(name, f"{iv.mean:.3f}", f"[{iv.low:.3f}, {iv.high:.3f}]") for name, iv in result.intervals.items()]
-    table = _format([("metric", "mean", f"{confidence} interval"), *rows], align="lrl")
+    table = format_table([("metric", "mean", f"{confidence} interval"), *rows], align="lrl")
     return f"{head}\n{table}"
 
 
-def sweep_report(summary: SweepSummary, title: str) -> str:
+def sweep_text(summary: SweepSummary, title: str) -> str:
     """The systems table, the rank-of-first-relevant table and paired differences against the best system."""
     parts = [f"== {title}: {len(summary.finished)} of {len(summary.systems)} jobs finished"]
     if not summary.means.empty:
@@ -42,8 +54,8 @@ def systems_table(summary: SweepSummary) -> str:
     names = [spec.name for spec in summary.show]
     rows = [("system", *names)]
     for system, row in summary.means.iterrows():
-        rows.append((str(system), *(_num(row[n]) for n in names)))
-    return "Mean over questions\n" + _format(rows, align="l" + "r" * len(names))
+        rows.append((str(system), *(number(row[n]) for n in names)))
+    return "Mean over questions\n" + format_table(rows, align="l" + "r" * len(names))
 
 
 def first_rank_table(summary: SweepSummary) -> str:
@@ -59,7 +71,7 @@ def first_rank_table(summary: SweepSummary) -> str:
     for qid, row in ranks.iterrows():
         rows.append((str(qid), *("--" if pd.isna(v) else str(int(v)) for v in row)))
     return ("Rank of the first relevant document (-- = not retrieved)\n"
-            + _format(rows, align="l" + "r" * len(ranks.columns)) + note)
+            + format_table(rows, align="l" + "r" * len(ranks.columns)) + note)
 
 
 def differences_table(summary: SweepSummary) -> str:
@@ -71,14 +83,14 @@ def differences_table(summary: SweepSummary) -> str:
                      mark))
     head = (f"Paired differences against the best system, {summary.best} (by {summary.primary.name}): system minus "
             f"{summary.best}, bootstrap over questions; * = the interval excludes zero")
-    return head + "\n" + _format(rows, align="llrll")
+    return head + "\n" + format_table(rows, align="llrll")
 
 
-def _num(value: float) -> str:
+def number(value: float) -> str:
     return "--" if pd.isna(value) else f"{value:.3f}"
 
 
-def _format(rows: list[tuple[str, ...]], align: str) -> str:
+def format_table(rows: list[tuple[str, ...]], align: str) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for row in rows:

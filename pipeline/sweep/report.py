@@ -15,19 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from matplotlib.figure import Figure
 
-from pipeline.analysis.diagnosis import DiagnosisSettings
+from pipeline.analysis.diagnosis import DiagnosisSettings, diagnosis_from_table
 from pipeline.analysis.summary import SweepSummary
+from pipeline.common.names import PLOTS_DIR, PROG, REPORT_FILE
 from pipeline.common.redact import redact_text
 from pipeline.config.build import MetricPlan
-from pipeline.job.diagnose import PLOTS_DIR, diagnosis_from_table, diagnosis_settings, save_and_log_figures
-from pipeline.job.runner import PROG
-from pipeline.reports.html import sweep_report, write_report
-from pipeline.reports.plots import first_relevant_heatmap, means_bars, paired_bootstrap
+from pipeline.config.plan import diagnosis_settings
+from pipeline.reports.html import save_figures, sweep_html, write_report
+from pipeline.reports.plots import Figure, first_relevant_heatmap, means_bars, paired_bootstrap
 from pipeline.tracking.runs import Tracker
-
-REPORT_FILE = "report.html"
 
 
 @dataclass
@@ -91,7 +88,7 @@ def report_html(summary: SweepSummary, figures: list[SweepFigure], title: str, s
     for system in summary.failed:
         info[f"failed job {system.job}"] = f"{system.name}: {system.error or system.status}"
     ranks = summary.first_rank if not summary.first_rank.empty else None
-    return sweep_report(title, long_means(summary), ranks, diagnoses, {f.heading: f.figure for f in figures},
+    return sweep_html(title, long_means(summary), ranks, diagnoses, {f.heading: f.figure for f in figures},
                         {k: redact_text(str(v)) for k, v in info.items()}, settings.cutoff, settings.late_limit)
 
 
@@ -108,7 +105,7 @@ def plots_and_report(summary: SweepSummary, plan: MetricPlan, diagnosis: Mapping
     try:
         settings = diagnosis_settings(diagnosis)
         figures = sweep_figures(summary, plan, settings)
-        save_and_log_figures({f.stem: f.figure for f in figures}, sweep_dir / PLOTS_DIR, parent)
+        parent.log_files(save_figures({f.stem: f.figure for f in figures}, sweep_dir / PLOTS_DIR), PLOTS_DIR)
         info = {"sweep folder": str(sweep_dir), **meta}
         report = write_report(report_html(summary, figures, title, settings, info), sweep_dir / REPORT_FILE)
     except Exception as exc:

@@ -2,23 +2,21 @@
 
 Run a sweep again with the same ``hydra.sweep.dir`` (a scheduled sweep always does: one folder per schedule and
 date) and it goes on where it stopped: the parent run recorded in the folder's ``mlflow_sweep.json`` is reopened,
-jobs whose result it already holds are skipped (``pipeline.job.runner``), failed, missing or interrupted ones run.
+jobs whose result it already holds are skipped (``pipeline.job.run``), failed, missing or interrupted ones run.
 """
 
 from __future__ import annotations
 
 import fcntl
 from pathlib import Path
-from typing import IO
-
-from mlflow import MlflowClient
-from mlflow.exceptions import MlflowException
+from typing import IO, Any
 
 from metrics.errors import InputError
+from pipeline.common.names import LOCK_FILE
 from pipeline.job.context import SweepHandle
-from pipeline.tracking.runs import TAG_ERROR, Tracker
+from pipeline.tracking.runs import Tracker
+from pipeline.tracking.store import Store
 
-LOCK_FILE = ".rankscope.lock"
 _HELD: dict[Path, IO[str]] = {}  # here, not on the Hydra callback: joblib pickles the callback to its workers
 
 
@@ -43,19 +41,23 @@ def release_sweep(sweep_dir: Path) -> None:
         handle.close()
 
 
-def reopen_parent(client: MlflowClient, experiment_id: str, sweep_dir: Path) -> Tracker | None:
+def reopen_parent(client: Any, experiment_id: str, sweep_dir: Path) -> Tracker | None:
     """The parent run an earlier attempt of this sweep left in ``sweep_dir``, RUNNING again; None if there is none
     (a new folder, another store or experiment, a deleted run)."""
     previous = SweepHandle.read(sweep_dir)
     if previous is None or previous.experiment_id != experiment_id:
         return None
-    try:
-        run = client.get_run(previous.parent_run_id)
-    except MlflowException:
-        return None
-    if run.info.lifecycle_stage != "active" or run.info.experiment_id != experiment_id:
-        return None
-    client.update_run(run.info.run_id, status="RUNNING")
-    if TAG_ERROR in run.data.tags:
-        client.delete_tag(run.info.run_id, TAG_ERROR)
-    return Tracker(client, run.info.run_id)
+    return Tracker.reopen(client, previous.parent_run_id, experiment_id)
+
+
+def open_parent(uri: str, experiment: str, sweep_dir: Path, name: str,
+                tags: dict[str, str]) -> tuple[Tracker, str, bool]:
+    """The sweep's parent run: the store opened (created once), the folder held, and the parent an earlier attempt
+    left in the folder reopened, else a new one started. Returns it, the experiment's id, and whether it resumed.
+    An InputError (a refused URI, an unreachable server, a busy folder) before anything starts."""
+    store = Store.open(uri, experiment)
+    lock_sweep(sweep_dir)
+    parent = reopen_parent(store.client, store.experiment_id, sweep_dir)
+    if parent is not None:
+        return parent, store.experiment_id, True
+    return Tracker.start(store.client, store.experiment_id, name, tags), store.experiment_id, False

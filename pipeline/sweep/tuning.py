@@ -2,8 +2,8 @@
 
 Under ``hydra/sweeper=optuna`` every trial is an ordinary job, scored on ``corpus.split`` (say SciFact ``train``);
 it returns ``metrics.primary``'s mean to the optimiser. When the search is over, the sweep's driver
-(:class:`pipeline.sweep.callback.MlflowSweep`) takes the optimiser's best parameters, evaluates that configuration on the
-tuning split and then once on ``tune.holdout`` (say ``test``) and prints and logs both figures side by side; with
+(:class:`pipeline.sweep.callback.MlflowSweep`) takes the optimiser's best parameters, evaluates that configuration
+on the tuning split and then once on ``tune.holdout`` (say ``test``) and prints and logs both figures side by side; with
 ``tune.baseline`` the untuned configuration is evaluated on both splits too, so the gain of tuning is shown where
 it was bought and where it is real. The held-out judgments are read by those last evaluations only: every run
 records the judgments file it read (tag ``rankscope.judgments``).
@@ -15,28 +15,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from hydra.core.global_hydra import GlobalHydra
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from metrics.comparison import compare
 from metrics.errors import InputError
-from pipeline.analysis.summary import SystemRun
+from pipeline.common.names import OPTIMISATION_RESULTS, TAG_KIND, TAG_TUNE_ROLE, TUNING_TABLE, TUNING_TEXT
 from pipeline.common.redact import redact_text
-from pipeline.config.build import MetricPlan, check_config, metric_plan, resolve_path
-from pipeline.config.schema import HelpdeskCorpus
-from pipeline.job.context import JobContext, SweepHandle
-from pipeline.job.runner import JobOutcome, execute_job
-from pipeline.reports.text import _format, _num
-from pipeline.tracking.runs import TAG_KIND, Tracker
+from pipeline.config.build import metric_plan
+from pipeline.config.hydra_internals import compose_job
+from pipeline.config.plan import JobPlan
+from pipeline.job.context import JobContext, SweepHandle, short_value
+from pipeline.job.run import JobOutcome, execute_job
+from pipeline.reports.text import format_table, number
+from pipeline.sweep.close import children_closed
+from pipeline.tracking.store import run_location
 
-OPTIMISATION_RESULTS = "optimization_results.yaml"  # hydra-optuna-sweeper writes it into the sweep directory
-TUNING_TEXT = "tuning.txt"
-TUNING_TABLE = "tuning.csv"
-TAG_ROLE = "rankscope.tune.role"  # 'tuned/tuning', 'tuned/holdout', 'untuned/tuning', 'untuned/holdout'
+if TYPE_CHECKING:
+    from pipeline.analysis.summary import SystemRun
+    from pipeline.config.build import MetricPlan
+    from pipeline.data.sources import CorpusSource
+    from pipeline.tracking.runs import Tracker
+
 TOP_TRIALS = 5
 # Keys a search may not vary: every trial must be scored on the same questions, by the same metric.
 FROZEN_KEYS = ("corpus", "metrics", "tune", "depth")
@@ -48,8 +51,8 @@ def is_tuning(hydra_cfg: DictConfig) -> bool:
 
 
 def tuning_split(corpus: DictConfig) -> str:
-    """The split trials are scored on (the embedded help-desk corpus has only ``test``)."""
-    return "test" if OmegaConf.get_type(corpus) is HelpdeskCorpus else str(corpus.split)
+    """The split trials are scored on."""
+    return str(corpus.split)
 
 
 def objective(outcome: JobOutcome) -> float | None:
@@ -88,27 +91,20 @@ def check_tuning(config: DictConfig, launch_dir: Path, varying: list[str]) -> No
     base = config.copy()
     with open_dict(base):
         del base["hydra"]
-    check_config(base)
-    metric_plan(base.metrics)
+    plan = JobPlan.check(base, launch_dir)
     split, holdout = tuning_split(config.corpus), str(config.tune.holdout)
     if split == holdout and not config.tune.allow_same_split:
         raise InputError(f"refusing to tune and report on the same split {split!r}: tune on another one "
                          f"(corpus.split=train) or accept an optimistic figure with tune.allow_same_split=true")
     for name, key in ((split, "corpus.split"), (holdout, "tune.holdout")):
-        _check_split_exists(config.corpus, name, key, launch_dir)
+        _check_split_exists(plan.corpus, name, key)
 
 
-def _check_split_exists(corpus: DictConfig, split: str, key: str, launch_dir: Path) -> None:
-    """Only that the judgments file is there: its contents are read by the jobs that need them, not here."""
-    if OmegaConf.get_type(corpus) is HelpdeskCorpus:
-        if split != "test":
-            raise InputError(f"{key}={split}: the help-desk corpus has only the 'test' split")
-        return
-    qrels = resolve_path(str(corpus.path), launch_dir) / "qrels"
-    if not (qrels / f"{split}.tsv").is_file():
-        available = sorted(p.stem for p in qrels.glob("*.tsv")) if qrels.is_dir() else []
-        raise InputError(f"{key}: no judgments for split {split!r} (available: {', '.join(available) or 'none'})",
-                         qrels / f"{split}.tsv")
+def _check_split_exists(corpus: CorpusSource, split: str, key: str) -> None:
+    """Only that the split has judgments: their contents are read by the jobs that need them, not here."""
+    available = corpus.splits()
+    if split not in available:
+        raise InputError(f"{key}: no judgments for split {split!r} (available: {', '.join(available) or 'none'})")
 
 
 @dataclass(frozen=True)
@@ -133,9 +129,9 @@ def fixed_overrides(everything: list[str]) -> list[str]:
     return [text for text, o in zip(everything, parsed) if not o.is_sweep_override()]
 
 
-def compose_job(config: DictConfig, overrides: list[str]) -> tuple[DictConfig, dict[str, str]]:
+def job_config(config: DictConfig, overrides: list[str]) -> tuple[DictConfig, dict[str, str]]:
     """A job's config as the launcher would compose it, and its config-group choices."""
-    cfg = GlobalHydra.instance().config_loader().load_sweep_config(config, overrides)
+    cfg = compose_job(config, overrides)
     choices = {str(k): str(v) for k, v in cfg.hydra.runtime.choices.items() if v is not None}
     with open_dict(cfg):
         del cfg["hydra"]
@@ -143,11 +139,24 @@ def compose_job(config: DictConfig, overrides: list[str]) -> tuple[DictConfig, d
 
 
 @dataclass
-class Evaluation:
+class Evaluated:
+    """One evaluation of the tuned (or untuned) configuration, on the tuning split or the held-out one."""
+
     label: str  # 'tuned' or 'untuned'
     role: str  # 'tuning' (the split searched on) or 'holdout'
     split: str
     outcome: JobOutcome
+
+
+def close_tuning(config: DictConfig, parent: Tracker, handle: SweepHandle, everything: list[str], sweep_dir: Path,
+                 title: str, uri: str) -> str | None:
+    """The end of a tuning sweep: its trials closed, the best configuration evaluated on both splits, the parent
+    closed. Returns why it failed, or None."""
+    trials = children_closed(parent, handle.experiment_id)
+    error = finish_tuning(config, parent, handle, trials, everything, sweep_dir, title)
+    print(f"\nMLflow: parent {run_location(uri, handle.experiment_id, parent.run_id)}", flush=True)
+    parent.finish(error=error)
+    return error
 
 
 def finish_tuning(config: DictConfig, parent: Tracker, handle: SweepHandle, trials: list[SystemRun],
@@ -169,16 +178,16 @@ def finish_tuning(config: DictConfig, parent: Tracker, handle: SweepHandle, tria
     steps = [("tuned", tuned, "tuning", split), ("tuned", tuned, "holdout", holdout)]
     if config.tune.baseline:
         steps = [steps[0], ("untuned", fixed, "tuning", split), steps[1], ("untuned", fixed, "holdout", holdout)]
-    done: list[Evaluation] = []
+    done: list[Evaluated] = []
     launch_dir = Path(config.hydra.runtime.cwd)
-    for number, (label, overrides, role, on) in enumerate(steps, start=len(trials)):
-        cfg, choices = compose_job(config, [*overrides, f"corpus.split={on}"])
-        ctx = JobContext(launch_dir, sweep_dir / f"{label}-{on}", sweep_dir, number, overrides, choices)
-        outcome = execute_job(cfg, ctx, tags={TAG_KIND: label, TAG_ROLE: f"{label}/{role}"}, report=False)
+    for job_num, (label, overrides, role, on) in enumerate(steps, start=len(trials)):
+        cfg, choices = job_config(config, [*overrides, f"corpus.split={on}"])
+        ctx = JobContext(launch_dir, sweep_dir / f"{label}-{on}", sweep_dir, job_num, overrides, choices)
+        outcome = execute_job(cfg, ctx, tags={TAG_KIND: label, TAG_TUNE_ROLE: f"{label}/{role}"}, report=False)
         if outcome.result is None:
             return f"the {label} configuration could not be evaluated on split {on!r} (see its run)"
         parent.client.update_run(outcome.run_id, name=redact_text(f"{outcome.result.system} [{label}, {on}]"))
-        done.append(Evaluation(label, role, on, outcome))
+        done.append(Evaluated(label, role, on, outcome))
     text = tuning_report(title, plan, trials, best, done, same_split=split == holdout)
     print(f"\n{text}", flush=True)
     files = _write(text, done, plan, sweep_dir)
@@ -189,11 +198,11 @@ def finish_tuning(config: DictConfig, parent: Tracker, handle: SweepHandle, tria
     return None
 
 
-def _get(done: list[Evaluation], label: str, role: str) -> Evaluation | None:
+def _get(done: list[Evaluated], label: str, role: str) -> Evaluated | None:
     return next((e for e in done if e.label == label and e.role == role), None)
 
 
-def _gains(done: list[Evaluation], plan: MetricPlan) -> dict[str, pd.DataFrame]:
+def _gains(done: list[Evaluated], plan: MetricPlan) -> dict[str, pd.DataFrame]:
     """Tuned minus untuned, paired over the questions of each split."""
     names = [s.name for s in plan.show]
     out = {}
@@ -206,7 +215,7 @@ def _gains(done: list[Evaluation], plan: MetricPlan) -> dict[str, pd.DataFrame]:
     return out
 
 
-def tuning_report(title: str, plan: MetricPlan, trials: list[SystemRun], best: Best, done: list[Evaluation],
+def tuning_report(title: str, plan: MetricPlan, trials: list[SystemRun], best: Best, done: list[Evaluated],
                   same_split: bool) -> str:
     """Best trials, the chosen configuration, and the tuned (and untuned) figures on both splits side by side."""
     primary = plan.primary
@@ -220,11 +229,11 @@ def tuning_report(title: str, plan: MetricPlan, trials: list[SystemRun], best: B
     rows = [("trial", "system", primary.name, f"{level} interval")]
     for t in ranked[:TOP_TRIALS]:
         m = t.metrics
-        rows.append((str(t.job), t.name, _num(m.get(primary.mlflow_key, float("nan"))),
-                     f"[{_num(m.get(primary.mlflow_key + '/ci_low', float('nan')))}, "
-                     f"{_num(m.get(primary.mlflow_key + '/ci_high', float('nan')))}]"))
-    parts.append(f"Best trials by {primary.name} on {tuned_here.split}\n" + _format(rows, align="rlrl"))
-    chosen = " ".join(f"{k}={_short(v)}" for k, v in best.params.items())
+        rows.append((str(t.job), t.name, number(m.get(primary.mlflow_key, float("nan"))),
+                     f"[{number(m.get(primary.mlflow_key + '/ci_low', float('nan')))}, "
+                     f"{number(m.get(primary.mlflow_key + '/ci_high', float('nan')))}]"))
+    parts.append(f"Best trials by {primary.name} on {tuned_here.split}\n" + format_table(rows, align="rlrl"))
+    chosen = " ".join(f"{k}={short_value(str(v))}" for k, v in best.params.items())
     again = tuned_here.outcome.result.intervals[primary.name].mean
     note = "" if abs(again - best.value) < 1e-9 else (
         f"\n(note: re-evaluated, it scores {again:.4f}; the optimiser saw {best.value:.4f}: the system is not "
@@ -241,7 +250,7 @@ def tuning_report(title: str, plan: MetricPlan, trials: list[SystemRun], best: B
             cells.append(f"{iv.mean:.3f} [{iv.low:.3f}, {iv.high:.3f}]")
         rows.append((spec.name, *cells))
     parts.append(f"Tuned on {tuned_here.split}, evaluated once on {tuned_there.split}: mean [{level} interval]\n"
-                 + _format(rows, align="l" + "l" * len(columns)))
+                 + format_table(rows, align="l" + "l" * len(columns)))
     gains = _gains(done, plan)
     if gains:
         rows = [("metric", *(f"{_get(done, 'tuned', role).split}" for role in gains))]
@@ -253,7 +262,7 @@ def tuning_report(title: str, plan: MetricPlan, trials: list[SystemRun], best: B
                 cells.append(f"{r.difference:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]{mark}")
             rows.append((spec.name, *cells))
         parts.append("Tuned minus untuned, paired over questions (* = the interval excludes zero)\n"
-                     + _format(rows, align="l" + "l" * len(gains)))
+                     + format_table(rows, align="l" + "l" * len(gains)))
     if same_split:
         parts.append(f"WARNING: tuned and reported on the same split ({tuned_there.split}, tune.allow_same_split): "
                      f"the 'held out' figure is optimistic.")
@@ -266,11 +275,7 @@ def tuning_report(title: str, plan: MetricPlan, trials: list[SystemRun], best: B
     return "\n\n".join(parts)
 
 
-def _short(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
-
-
-def _parent_metrics(plan: MetricPlan, best: Best, done: list[Evaluation]) -> dict[str, float]:
+def _parent_metrics(plan: MetricPlan, best: Best, done: list[Evaluated]) -> dict[str, float]:
     """``tuned/holdout/ndcg_at_10`` (and ``/ci_low``, ``/ci_high``), ``untuned/tuning/...``, ``gain/holdout/...``."""
     out = {f"tune/best_trial/{plan.primary.mlflow_key}": best.value}
     for e in done:
@@ -286,7 +291,7 @@ def _parent_metrics(plan: MetricPlan, best: Best, done: list[Evaluation]) -> dic
     return out
 
 
-def _write(text: str, done: list[Evaluation], plan: MetricPlan, sweep_dir: Path) -> list[Path]:
+def _write(text: str, done: list[Evaluated], plan: MetricPlan, sweep_dir: Path) -> list[Path]:
     sweep_dir.mkdir(parents=True, exist_ok=True)
     report = sweep_dir / TUNING_TEXT
     report.write_text(redact_text(text) + "\n", encoding="utf-8")

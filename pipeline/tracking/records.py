@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import posixpath
-import re
 import time
 import uuid
 from collections.abc import Iterable
@@ -21,23 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from mlflow import MlflowClient
-from mlflow.entities import Run
 
 from pipeline.common.jsonfile import read_json, write_json
-from pipeline.common.redact import one_line, redact_text, redact_tree, redact_value
-from pipeline.tracking.identity import TAG_CONFIG_DIGEST, Identity
-from pipeline.tracking.runs import TAG_KIND, Tracker, redacted_frame
+from pipeline.common.names import RECORD_FILE, TAG_CONFIG_DIGEST, TAG_KIND, TAG_RECORD, TAG_SUPERSEDED_BY
+from pipeline.common.redact import redact_text, redact_tree, redact_value
+from pipeline.tracking.client import MLFLOW_PARENT_RUN_ID, MlflowClient, Run
+from pipeline.tracking.identity import Identity
+from pipeline.tracking.runs import Tracker, redacted_frame
+from pipeline.tracking.search import search_runs
+from pipeline.tracking.store import StoreUnavailable, store_error
 
-RECORD_FILE = "record.json"
-TAG_RECORD = "rankscope.record"
-TAG_SUPERSEDED_BY = "rankscope.superseded_by"
 FORMAT = 1
-_OS_REASON = re.compile(r"\[Errno -?\d+\] ([^\"')\]]+)")
-
-
-class TrackingUnavailable(Exception):
-    """The tracking store did not take the record; the message says why, in one line."""
 
 
 @dataclass
@@ -105,15 +98,6 @@ def read_table(path: Path, dtypes: dict[str, str] | None = None) -> pd.DataFrame
     return frame.astype(dtypes) if dtypes else frame
 
 
-def store_error(exc: BaseException) -> str:
-    """Why the store did not answer, short: the OS's reason (``Connection refused``) rather than urllib3's page."""
-    text = one_line(exc)
-    found = _OS_REASON.search(text)
-    if found:
-        return found.group(1).strip()
-    return f"{type(exc).__name__}: {text[:300]}"
-
-
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -121,20 +105,10 @@ def now_ms() -> int:
 # -- finding earlier attempts ---------------------------------------------------------------------------------
 
 
-def _search(client: MlflowClient, experiment_id: str, query: str) -> list[Run]:
-    runs, token = [], None
-    while True:
-        page = client.search_runs([experiment_id], query, max_results=1000, page_token=token)
-        runs.extend(page)
-        token = page.token
-        if not token:
-            return runs
-
-
 def runs_of_config(client: MlflowClient, experiment_id: str, parent_run_id: str, digest: str) -> list[Run]:
     """Active runs under ``parent_run_id`` made from the same config (any status, corpus or code)."""
-    return _search(client, experiment_id,
-                   f"tags.`mlflow.parentRunId` = '{parent_run_id}' and tags.`{TAG_CONFIG_DIGEST}` = '{digest}'")
+    return list(search_runs(client, [experiment_id], f"tags.`{MLFLOW_PARENT_RUN_ID}` = '{parent_run_id}' and "
+                                                     f"tags.`{TAG_CONFIG_DIGEST}` = '{digest}'"))
 
 
 def finished_run(client: MlflowClient, experiment_id: str, parent_run_id: str, identity: Identity) -> str | None:
@@ -166,20 +140,20 @@ class Published:
 
 
 def publish(client: MlflowClient, record: JobRecord, folder: Path) -> Published:
-    """Log the record as one MLflow run, once; mark it logged in ``folder``. Raises :class:`TrackingUnavailable`."""
+    """Log the record as one MLflow run, once; mark it logged in ``folder``. Raises :class:`StoreUnavailable`."""
     try:
         published = _publish(client, record, folder)
-    except TrackingUnavailable:
+    except StoreUnavailable:
         raise
     except Exception as exc:  # unreachable server, locked database, refused request: the record stays pending
-        raise TrackingUnavailable(store_error(exc)) from None
+        raise StoreUnavailable(store_error(exc)) from None
     record.run_id = published.run_id
     record.save(folder)
     return published
 
 
 def _publish(client: MlflowClient, record: JobRecord, folder: Path) -> Published:
-    earlier = _search(client, record.experiment_id, f"tags.`{TAG_RECORD}` = '{record.record_id}'")
+    earlier = list(search_runs(client, [record.experiment_id], f"tags.`{TAG_RECORD}` = '{record.record_id}'"))
     done = [r for r in earlier if r.info.status == "FINISHED"]
     if done:  # logged before (a sync run twice, or the process died after logging)
         return Published(done[0].info.run_id, reused=True)

@@ -1,4 +1,4 @@
-"""MLflow edge: where runs go, how they are created, nested, logged (batched) and closed.
+"""One MLflow run: created, nested, logged (params and metrics in one batch each) and closed.
 
 Everything written to MLflow passes through :mod:`pipeline.common.redact` first. Runs are created with
 ``MlflowClient`` rather than the fluent API, so a sweep's parent run can be opened in the Hydra driver and its
@@ -7,12 +7,8 @@ children in joblib worker processes, linked by the ``mlflow.parentRunId`` tag.
 
 from __future__ import annotations
 
-import functools
-import logging
-import os
 import posixpath
 import random
-import subprocess
 import tempfile
 import time
 import warnings
@@ -22,133 +18,25 @@ from typing import Any
 
 import pandas as pd
 
-from metrics.errors import InputError
+from pipeline.common.names import TAG_ERROR
 from pipeline.common.redact import redact_text, redact_value
+from pipeline.tracking.client import (
+    MLFLOW_PARENT_RUN_ID,
+    Dataset,
+    DatasetInput,
+    InputTag,
+    Metric,
+    MlflowClient,
+    MlflowException,
+    Param,
+    Run,
+    RunStatus,
+    RunTag,
+)
+from pipeline.tracking.provenance import provenance_tags
 
-os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # its bars would flood non-TTY logs
-os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # it prints URIs with credentials
-for _name in ("alembic", "mlflow"):  # store creation and migrations are chatty at INFO
-    logging.getLogger(_name).setLevel(logging.WARNING)
-
-from mlflow import MlflowClient  # noqa: E402  (after quieting its loggers)
-from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunStatus, RunTag  # noqa: E402
-from mlflow.exceptions import MlflowException  # noqa: E402
-from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_SOURCE_NAME, MLFLOW_SOURCE_TYPE  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
-DB_NAME = "mlflow.db"
-ARTIFACT_DIR = "mlartifacts"
 PARAM_LIMIT = 6000  # MLflow's longest param value
 DATASET_ATTEMPTS = 4
-
-TAG_KIND = "rankscope.kind"  # 'sweep', 'job' or 'run'; in tuning sweeps 'trial', 'tuned' or 'untuned'
-TAG_SYSTEM = "rankscope.system"
-TAG_ERROR = "rankscope.error"
-TAG_SWEEP_DIR = "rankscope.sweep_dir"
-TAG_OVERRIDES = "rankscope.overrides"
-TAG_CORPUS_DIGEST = "rankscope.corpus_digest"
-TAG_VERSION = "rankscope.version"
-TAG_GIT_COMMIT = "mlflow.source.git.commit"
-
-
-def tracking_uri(configured: str | None, launch_dir: Path) -> str:
-    """``tracking.uri`` if set, else $MLFLOW_TRACKING_URI, else a SQLite file in the launch directory.
-
-    The deprecated ``file:`` store (or a bare path) is refused: it is slow and MLflow is removing it.
-    """
-    uri = configured or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{launch_dir.resolve() / DB_NAME}"
-    if uri.startswith("file:") or ("://" not in uri and not uri.startswith("databricks")):
-        raise InputError(f"tracking URI {redact_text(uri)!r}: use sqlite:///ABSOLUTE/PATH/mlflow.db or an "
-                         f"http(s):// server (the file: store is deprecated)")
-    return uri
-
-
-def artifact_location(uri: str) -> str | None:
-    """For a SQLite store, artifacts go beside the database file (not into whatever the cwd is)."""
-    if uri.startswith("sqlite:///"):
-        db = Path(uri[len("sqlite:///"):])
-        return (db.parent / ARTIFACT_DIR).as_uri()
-    return None
-
-
-def open_experiment(uri: str, name: str) -> tuple[MlflowClient, str]:
-    """Connect (creating the SQLite store and the experiment when new) and return the experiment id.
-
-    Call it once, in one process, before parallel jobs start: concurrent first creation corrupts SQLite.
-    """
-    if uri.startswith("sqlite:///"):
-        Path(uri[len("sqlite:///"):]).parent.mkdir(parents=True, exist_ok=True)
-    try:
-        client = MlflowClient(tracking_uri=uri)
-        experiment = client.get_experiment_by_name(name)
-    except Exception as exc:  # unreachable server, unreadable database: one line, not MLflow's traceback
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise InputError(f"cannot open the MLflow tracking store {redact_text(uri)}: {type(exc).__name__}: "
-                         f"{redact_text(first)}") from None
-    if experiment is not None:
-        if experiment.lifecycle_stage == "deleted":
-            client.restore_experiment(experiment.experiment_id)
-        return client, experiment.experiment_id
-    try:
-        return client, client.create_experiment(name, artifact_location=artifact_location(uri))
-    except Exception:  # created meanwhile by another process
-        experiment = client.get_experiment_by_name(name)
-        if experiment is None:
-            raise
-        return client, experiment.experiment_id
-
-
-def run_location(uri: str, experiment_id: str, run_id: str) -> str:
-    """Where to look at a run: its UI page on a server, else the command that opens the UI on the store."""
-    if uri.startswith(("http://", "https://")):
-        return redact_text(f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}")
-    return redact_text(f"run {run_id} in {uri} (open the UI: mlflow ui --backend-store-uri {uri})")
-
-
-@functools.lru_cache(maxsize=1)
-def provenance_tags() -> dict[str, str]:
-    """rankscope's version and, in a git checkout, the commit the code came from."""
-    tags = {TAG_VERSION: _version(), MLFLOW_SOURCE_NAME: "python -m pipeline", MLFLOW_SOURCE_TYPE: "LOCAL"}
-    commit = _git_commit()
-    if commit:
-        tags[TAG_GIT_COMMIT] = commit
-    return tags
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("rankscope")
-    except Exception:  # running from a checkout that is not installed
-        try:
-            import tomllib
-
-            return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
-        except Exception:
-            return "dev"
-
-
-def _git_commit() -> str | None:
-    if not (REPO / ".git").exists():
-        return None
-    try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = out.stdout.strip()
-    return commit if out.returncode == 0 and len(commit) == 40 else None
-
-
-def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
-    """``{'retriever': {'k1': 1.2}}`` -> ``{'retriever.k1': 1.2}``; lists stay whole (``[3, 5, 10]``)."""
-    if isinstance(tree, Mapping):
-        out: dict[str, Any] = {}
-        for key, value in tree.items():
-            out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: tree}
 
 
 def _text(value: Any) -> str:
@@ -157,12 +45,39 @@ def _text(value: Any) -> str:
     return "null" if value is None else str(value)
 
 
+def find_run(client: MlflowClient, run_id: str) -> Run | None:
+    """The run with this id, or None when the store has none."""
+    try:
+        return client.get_run(run_id)
+    except MlflowException:
+        return None
+
+
 class Tracker:
     """One MLflow run. Params and metrics each go in one batch; every value is redacted on the way out."""
 
     def __init__(self, client: MlflowClient, run_id: str):
         self.client = client
         self.run_id = run_id
+
+    @classmethod
+    def reopen(cls, client: MlflowClient, run_id: str, experiment_id: str) -> Tracker | None:
+        """The ended run ``run_id`` RUNNING again (a resumed sweep's parent), its old failure reason removed; None
+        when it is gone (deleted, or not in ``experiment_id``)."""
+        try:
+            run = client.get_run(run_id)
+        except MlflowException:
+            return None
+        if run.info.lifecycle_stage != "active" or run.info.experiment_id != experiment_id:
+            return None
+        client.update_run(run_id, status="RUNNING")
+        if TAG_ERROR in run.data.tags:
+            client.delete_tag(run_id, TAG_ERROR)
+        return cls(client, run_id)
+
+    def metric_steps(self, key: str) -> int:
+        """How many values of ``key`` the run holds (a re-closed parent logs its counts at the next step)."""
+        return len(self.client.get_metric_history(self.run_id, key))
 
     @classmethod
     def start(cls, client: MlflowClient, experiment_id: str, name: str, tags: Mapping[str, str],
@@ -186,10 +101,6 @@ class Tracker:
         batch = [Metric(k, float(v), now, step) for k, v in metrics.items() if v == v]  # NaN: nothing to log
         extra = [RunTag(k, redact_value(k, str(v))) for k, v in (tags or {}).items()]
         self.client.log_batch(self.run_id, metrics=batch, tags=extra)
-
-    def log_dataset(self, frame: pd.DataFrame, name: str, digest: str, source: str, context: str) -> None:
-        """The data the run was measured on, as an MLflow dataset input (name, digest, source)."""
-        self.log_dataset_fields(dataset_fields(frame, name, digest, source), context)
 
     def log_dataset_fields(self, fields: Mapping[str, str], context: str) -> None:
         """A dataset input from :func:`dataset_fields` (saved with a job's results, so it can be logged later)."""
@@ -216,6 +127,14 @@ class Tracker:
             path = Path(tmp) / Path(artifact_file).name
             safe.to_json(path, orient="split", index=False, date_format="iso")  # MLflow's own table format
             self.client.log_artifact(self.run_id, str(path), folder)
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        """A text artifact, secrets masked."""
+        self.client.log_text(self.run_id, redact_text(text) + "\n", artifact_file)
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        """Tags known only after the run was logged (a gate's verdict on a sweep's parent), masked."""
+        self.client.log_batch(self.run_id, tags=[RunTag(k, redact_value(k, str(v))) for k, v in tags.items()])
 
     def log_files(self, paths: Iterable[Path], folder: str | None = None) -> None:
         """Files already written with secrets masked (see ``pipeline.job.results.write_results``), optionally into an

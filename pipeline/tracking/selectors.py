@@ -14,18 +14,14 @@ Only evaluated runs count (a sweep's jobs and single runs): never a sweep's pare
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-
-from mlflow import MlflowClient
-from mlflow.entities import Run
 
 from metrics.errors import InputError
 from metrics.spec import parse_metric
-from pipeline.tracking.runs import TAG_KIND
+from pipeline.common.names import EVALUATED_KINDS, TAG_KIND
+from pipeline.tracking.client import MlflowClient, Run
+from pipeline.tracking.search import first_run
 
-EVALUATED_KINDS = ("job", "run")
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-_PAGE = 1000
 
 
 class SelectorError(InputError):
@@ -89,25 +85,12 @@ def literal(text: str) -> str:
 def _first(client: MlflowClient, experiment_id: str, query: str, selector: str,
            order: list[str] | None = None) -> Run:
     clauses = [c for c in (query, "attributes.status = 'FINISHED'") if c]
-    match = _scan(client, experiment_id, " and ".join(clauses), order or ["attributes.start_time DESC"],
-                  lambda run: run.data.tags.get(TAG_KIND, "run") in EVALUATED_KINDS)
+    match = first_run(client, [experiment_id], " and ".join(clauses), order or ["attributes.start_time DESC"],
+                      lambda run: run.data.tags.get(TAG_KIND, "run") in EVALUATED_KINDS)
     if match is None:
         where = f"experiment {_experiment_name(client, experiment_id)!r}"
         raise NoMatch(f"no finished run matches {selector!r} in {where}")
     return match
-
-
-def _scan(client: MlflowClient, experiment_id: str, query: str, order: list[str],
-          keep: Callable[[Run], bool]) -> Run | None:
-    token = None
-    while True:
-        page = client.search_runs([experiment_id], query, max_results=_PAGE, order_by=order, page_token=token)
-        for run in page:
-            if keep(run):
-                return run
-        token = page.token
-        if not token:
-            return None
 
 
 def _experiment_name(client: MlflowClient, experiment_id: str) -> str:

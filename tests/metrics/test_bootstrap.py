@@ -8,7 +8,7 @@ import scipy.stats
 
 from metrics import evaluate
 from metrics.bootstrap import bootstrap_ci, paired_difference, resample_means
-from pipeline.data.beir import helpdesk
+from pipeline.data import helpdesk
 from retrievers import BM25, LSA
 
 

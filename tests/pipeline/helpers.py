@@ -61,11 +61,11 @@ def log_run(folder: Path, *overrides: str, experiment: str = "rankscope") -> str
 
     import pipeline.app  # registers the schemas and the rankscope.stamp resolver
     from pipeline.job.context import JobContext
-    from pipeline.job.runner import run_job
+    from pipeline.job.run import execute_job
 
     uri = f"sqlite:///{folder / 'mlflow.db'}"
     with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[*overrides, f"tracking.uri={uri}", f"tracking.experiment={experiment}",
                                            f"cache.dir={folder / 'cache'}"])
     output = folder / "outputs" / uuid.uuid4().hex[:8]
-    return run_job(cfg, JobContext(launch_dir=REPO, output_dir=output, overrides=list(overrides)))
+    return execute_job(cfg, JobContext(launch_dir=REPO, output_dir=output, overrides=list(overrides))).run_id

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from metrics.errors import InputError
-from pipeline.data.beir import helpdesk
+from pipeline.data import helpdesk
 from retrievers import BM25, RRF, WeightedSum
 from retrievers.embedding_cache import EmbeddingCache
 from retrievers.encoders import (

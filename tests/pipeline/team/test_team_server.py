@@ -21,10 +21,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pipeline.server import ServerError, ServerSettings, create_schema, redact, team_server, with_driver
+from pipeline.common.redact import redact_text as redact
 from pipeline.team.postgres import binaries_available, find_binary
+from pipeline.team.tracking_server import ServerError, ServerSettings, create_schema, team_server, with_driver
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CLIENTS = 4
 EXPERIMENT = "team-sweep"
 

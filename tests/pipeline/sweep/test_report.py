@@ -13,9 +13,11 @@ from mlflow import MlflowClient
 from metrics.spec import parse_metrics
 from pipeline.analysis.diagnosis import DiagnosisSettings
 from pipeline.analysis.summary import SystemRun, summarize
+from pipeline.common.names import REPORT_FILE
 from pipeline.config.build import metric_plan
-from pipeline.sweep.report import REPORT_FILE, long_means, plots_and_report, report_html, sweep_figures
-from pipeline.tracking.runs import Tracker, open_experiment
+from pipeline.sweep.report import long_means, plots_and_report, report_html, sweep_figures
+from pipeline.tracking.runs import Tracker
+from pipeline.tracking.store import Store
 
 PLAN = metric_plan({"k": [5], "measures": ["hit_rate", "ndcg"], "show": ["hit_rate@5", "ndcg@5"],
                     "primary": "ndcg@5", "level": 1, "gain": "linear", "missing": "zero",
@@ -97,7 +99,7 @@ def test_the_report_names_every_system_and_each_failed_job_with_its_reason():
 def test_plots_and_report_are_saved_and_logged_to_the_parent(tmp_path: Path, empty_store: Path, capsys):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     (tmp_path / "mlflow.db").write_bytes(empty_store.read_bytes())
-    client, experiment_id = open_experiment(uri, "t")
+    client, experiment_id = Store.open(uri, "t").pair()
     parent = Tracker.start(client, experiment_id, "sweep", {})
     settings = {"cutoff": 3, "late_limit": 10, "duplicate_threshold": 0.6, "duplicate_top_k": 10, "shingle_size": 2}
     files = plots_and_report(summary_of(A, B), PLAN, settings, "Sweep t", tmp_path / "sweep", parent, {})

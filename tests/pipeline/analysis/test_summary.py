@@ -8,7 +8,7 @@ import pandas as pd
 from metrics.bootstrap import paired_difference
 from metrics.spec import parse_metrics
 from pipeline.analysis.summary import SystemRun, summarize
-from pipeline.reports.text import sweep_report
+from pipeline.reports.text import sweep_text
 
 SHOW = parse_metrics("hit_rate@3,ndcg@5")
 QUESTIONS = [f"q{i:02d}" for i in range(1, 9)]
@@ -51,7 +51,7 @@ def test_failed_jobs_are_listed_and_left_out_of_the_tables():
     failed.error = "/missing: corpus folder does not exist"
     summary = summarize([A, B, failed], "parent", SHOW, SHOW[1])
     assert [s.name for s in summary.failed] == ["C"] and list(summary.means.index) == ["A", "B"]
-    text = sweep_report(summary, "Sweep t")
+    text = sweep_text(summary, "Sweep t")
     assert "2 of 3 jobs finished" in text and "FAILED job 2 (C): /missing: corpus folder does not exist" in text
 
 
@@ -59,11 +59,11 @@ def test_systems_measured_on_different_data_are_not_compared_question_by_questio
     other = child("B", 1, [1.0] * 8, [1] * 8, digest="d2")
     summary = summarize([A, other], "parent", SHOW, SHOW[1])
     assert not summary.same_data and summary.differences.empty and summary.first_rank.empty
-    assert "different collections" in sweep_report(summary, "Sweep t")
+    assert "different collections" in sweep_text(summary, "Sweep t")
 
 
 def test_the_report_marks_differences_whose_interval_excludes_zero():
-    text = sweep_report(summarize([A, B], "parent", SHOW, SHOW[1]), "Sweep t")
+    text = sweep_text(summarize([A, B], "parent", SHOW, SHOW[1]), "Sweep t")
     lines = {tuple(line.split()[:2]): line for line in text.splitlines() if line.startswith("A ")}
     row = summarize([A, B], "parent", SHOW, SHOW[1]).differences.loc[("A", "ndcg@5")]
     assert lines[("A", "ndcg@5")].endswith("*") == bool(row.ci_high < 0 or row.ci_low > 0)

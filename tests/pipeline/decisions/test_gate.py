@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
+from pipeline.common.names import PER_QUESTION_TABLE, TAG_CORPUS_DIGEST, TAG_KIND, TAG_SYSTEM
 from pipeline.gate import main
-from pipeline.job.results import PER_QUESTION_TABLE
 from pipeline.tracking.records import JobRecord, publish, save_table
-from pipeline.tracking.runs import TAG_CORPUS_DIGEST, TAG_KIND, TAG_SYSTEM, open_experiment
+from pipeline.tracking.store import Store as TrackingStore
 from tests.pipeline.helpers import log_run, run_pipeline
 
 N = 200
@@ -28,7 +28,7 @@ class Store:
     def __init__(self, folder: Path):
         self.folder = folder
         self.uri = f"sqlite:///{folder / 'mlflow.db'}"
-        self.client, self.experiment_id = open_experiment(self.uri, "rankscope")
+        self.client, self.experiment_id = TrackingStore.open(self.uri, "rankscope").pair()
 
     def run(self, name: str, ndcg: np.ndarray, digest: str = "corpus-a") -> str:
         """A finished run whose per-question table holds ``ndcg`` as ndcg@10."""

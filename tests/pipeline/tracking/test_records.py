@@ -9,18 +9,19 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from pipeline.job.results import PER_QUESTION_TABLE
+from pipeline.common.names import PER_QUESTION_TABLE, TAG_CODE_VERSION, TAG_CONFIG_DIGEST, TAG_CORPUS_DIGEST, TAG_KIND
 from pipeline.sync import main as sync_main
-from pipeline.tracking.identity import TAG_CODE_VERSION, TAG_CONFIG_DIGEST, config_digest
-from pipeline.tracking.records import JobRecord, TrackingUnavailable, pending_records, publish, read_table, save_table
-from pipeline.tracking.runs import TAG_CORPUS_DIGEST, TAG_KIND, Tracker, open_experiment
+from pipeline.config.plan import config_digest
+from pipeline.tracking.records import JobRecord, pending_records, publish, read_table, save_table
+from pipeline.tracking.runs import Tracker
+from pipeline.tracking.store import Store, StoreUnavailable
 
 
 @pytest.fixture
 def store(tmp_path, empty_store):
     shutil.copy(empty_store, tmp_path / "mlflow.db")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    client, experiment_id = open_experiment(uri, "rankscope")
+    client, experiment_id = Store.open(uri, "rankscope").pair()
     return tmp_path, uri, client, experiment_id
 
 
@@ -93,7 +94,7 @@ def test_an_unreachable_store_leaves_the_record_pending(store, monkeypatch):
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # MLflow's default retries for minutes
     folder, uri, _, experiment_id = store
     record = make_record(folder / "job", uri, experiment_id)
-    with pytest.raises(TrackingUnavailable, match="Connection refused"):
+    with pytest.raises(StoreUnavailable, match="Connection refused"):
         publish(MlflowClient("http://127.0.0.1:9"), record, folder / "job")  # the discard port: refused
     assert JobRecord.load(folder / "job").pending and pending_records(folder) == [(folder / "job", record)]
 

@@ -17,19 +17,19 @@ from mlflow import MlflowClient
 
 from metrics.errors import InputError
 from metrics.evaluate import evaluate
-from pipeline.analysis.diagnosis import CLASSES, DiagnosisSettings, diagnose
-from pipeline.config.build import metric_plan
-from pipeline.job.diagnose import (
+from pipeline.analysis.diagnosis import (
+    CLASSES,
     COLUMNS,
-    JobDiagnosis,
+    DiagnosisSettings,
     add_columns,
-    check_diagnosis,
+    diagnose,
     diagnosis_from_table,
-    diagnosis_settings,
-    histogram_metric,
 )
+from pipeline.config.build import metric_plan
+from pipeline.config.plan import diagnosis_settings, histogram_metric
+from pipeline.job.diagnose import JobDiagnosis
 from pipeline.job.results import per_question_table
-from tests.pipeline.test_config import composed
+from tests.pipeline.config.test_config import composed
 
 SYSTEMS = ["BM25", "LSA", "weighted", "RRF"]
 DEFAULTS = {"cutoff": 3, "late_limit": 10, "duplicate_threshold": 0.6, "duplicate_top_k": 10, "shingle_size": 2,
@@ -171,7 +171,7 @@ def test_the_histogram_shows_ndcg_at_the_largest_cutoff_unless_configured():
     assert histogram_metric(DEFAULTS, metric_plan({**METRICS, "measures": ["mrr"], "show": ["mrr"],
                                                    "primary": "mrr"})) == "mrr"
     with pytest.raises(InputError, match="histogram_metric 'map' is not computed"):
-        check_diagnosis({"diagnosis": {**DEFAULTS, "histogram_metric": "map"}}, plan)
+        histogram_metric({**DEFAULTS, "histogram_metric": "map"}, plan)
 
 
 def test_the_table_columns_survive_a_csv_round_trip(helpdesk_collection, helpdesk_runs, tmp_path):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from pipeline.server import ServerSettings, tracking_server
+from pipeline.team.tracking_server import ServerSettings, tracking_server
 from pipeline.tracking.records import JobRecord
 from tests.pipeline.helpers import cli_env, run_pipeline
 
@@ -123,12 +123,13 @@ def test_a_result_computed_while_the_store_was_down_is_logged_by_the_next_attemp
 
     import pipeline.app
     from pipeline.job.context import JobContext, SweepHandle
-    from pipeline.job.runner import run_job
-    from pipeline.tracking.runs import Tracker, open_experiment
+    from pipeline.job.run import execute_job
+    from pipeline.tracking.runs import Tracker
+    from pipeline.tracking.store import Store
 
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     uri = f"sqlite:///{launch_dir / 'mlflow.db'}"
-    client, experiment_id = open_experiment(uri, "rankscope")
+    client, experiment_id = Store.open(uri, "rankscope").pair()
     parent = Tracker.start(client, experiment_id, "sweep", {"rankscope.kind": "sweep"})
     sweep_dir = launch_dir / "sweep"
     SweepHandle(experiment_id, parent.run_id, []).write(sweep_dir)
@@ -137,7 +138,7 @@ def test_a_result_computed_while_the_store_was_down_is_logged_by_the_next_attemp
     def job(tracking_uri: str):
         with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
             cfg = compose("config", overrides=[f"tracking.uri={tracking_uri}", f"cache.dir={launch_dir / 'cache'}"])
-        return run_job(cfg, ctx)
+        return execute_job(cfg, ctx).run_id
 
     assert job("http://127.0.0.1:9") is None  # nothing answers on the discard port
     assert "results saved in" in capsys.readouterr().err

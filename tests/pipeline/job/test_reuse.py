@@ -15,7 +15,7 @@ import pytest
 from tests.pipeline.helpers import by_system, counters, runs_with_cache
 from tests.retrievers.test_helpdesk_study import EXPECTED
 
-HELPDESK = Path(__file__).resolve().parents[2] / "pipeline" / "data" / "helpdesk"
+HELPDESK = Path(__file__).resolve().parents[3] / "pipeline" / "data" / "helpdesk"
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_a_corrupted_cache_file_is_detected_and_rebuilt(four_systems, tmp_path, 
 def test_a_cache_limit_that_is_not_a_size_stops_before_any_work():
     from metrics.errors import InputError
     from pipeline.config.build import check_config
-    from tests.pipeline.test_config import composed
+    from tests.pipeline.config.test_config import composed
 
     check_config(composed("cache.limit=500MiB"))
     with pytest.raises(InputError, match=r"cache.limit: 'lots' is not a size"):

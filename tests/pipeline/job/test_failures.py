@@ -59,7 +59,7 @@ def test_an_unknown_key_is_one_line_and_nothing_is_logged(tmp_path):
     done = run_pipeline(tmp_path, "retriever.kl=0.9")
     assert done.returncode == 1
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("rankscope: config: ") and "Key 'kl' not in 'BM25Config'" in line
+    assert line.startswith("rankscope: config: ") and "Key 'kl' is not in struct" in line
     assert not (tmp_path / "mlflow.db").exists()
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.config.paths import CONF_DIR, REPO_CONF, conf_dir
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SOURCES = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "conf", "pipeline", "retrievers", "metrics"]
 
 

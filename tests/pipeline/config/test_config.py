@@ -7,13 +7,11 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
-from omegaconf import OmegaConf
 
-import pipeline.app  # registers the schemas and the rankscope.stamp resolver
+import pipeline.app  # registers the schema and the rankscope.stamp resolver
 from metrics.errors import InputError
-from pipeline.config.build import check_config, load_collection, make_retriever, make_tokenizer, metric_plan
-from pipeline.config.schema import BM25Config, LSAConfig, RRFConfig, WeightedConfig
-from retrievers import BM25, LSA, RRF, Rerank, RunFile, WeightedSum
+from pipeline.config.build import build_context, check_config, make_corpus, make_retriever, metric_plan
+from retrievers import BM25, LSA
 
 CONF = Path(pipeline.app.CONF_DIR)
 REPO = CONF.parent
@@ -28,27 +26,31 @@ def composed(*overrides: str, hydra: bool = False):
         return compose("config", overrides=list(overrides), return_hydra_config=hydra)
 
 
+def built(cfg, base=REPO):
+    """The retriever a composed config describes, checked and built as a job builds it."""
+    check_config(cfg)
+    return make_retriever(cfg.retriever, build_context(cfg, base))
+
+
 def test_every_group_has_its_entries():
-    assert set(entries("retriever")) >= {"bm25", "lsa", "weighted", "rrf", "run_file"}
+    assert set(entries("retriever")) >= {"bm25", "lsa", "weighted", "rrf", "run_file", "custom"}
     assert set(entries("corpus")) >= {"helpdesk", "beir", "scifact", "cranfield"}
     assert set(entries("tracking")) == {"local", "server"}
     assert "default" in entries("metrics") and "helpdesk_study" in entries("experiment")
 
 
 @pytest.mark.parametrize("name", entries("retriever"))
-def test_every_retriever_entry_composes_and_builds(name, tmp_path):
+def test_every_retriever_entry_composes_and_builds_the_class_it_names(name, tmp_path):
+    if "dense" in name or name == "rerank":
+        pytest.importorskip("onnxruntime")
     run = tmp_path / "run.trec"
     run.write_text("q01 Q0 pricing1 1 2.0 prod\n", encoding="utf-8")
-    cfg = composed(f"retriever={name}", *([f"retriever.path={run}"] if name == "run_file" else []))
-    check_config(cfg)
-    retriever = make_retriever(cfg.retriever, make_tokenizer(cfg.text, REPO), REPO)
-    expected = {"bm25": BM25, "lsa": LSA, "weighted": WeightedSum, "rrf": RRF, "run_file": RunFile, "rerank": Rerank,
-                "weighted_dense": WeightedSum, "rrf_dense": RRF}.get(name)
-    if name == "dense":
-        from retrievers.dense import Dense
-
-        expected = Dense
-    assert isinstance(retriever, expected)
+    extra = {"run_file": [f"retriever.path={run}"],
+             "custom": ["retriever._target_=tests.pipeline.config.engines.ListSearch"]}.get(name, [])
+    cfg = composed(f"retriever={name}", *extra)
+    retriever = built(cfg)
+    cls = cfg.retriever._target_.rpartition(".")[2]
+    assert type(retriever).__name__ == ("ExternalSearch" if name == "custom" else cls)
 
 
 @pytest.mark.parametrize("name", entries("corpus"))
@@ -57,7 +59,7 @@ def test_every_corpus_entry_composes(name, shared_datasets):
     cfg = composed(*overrides)
     check_config(cfg)
     if name == "helpdesk":
-        assert load_collection(cfg.corpus, REPO).summary()["documents"] == 28
+        assert make_corpus(cfg.corpus, REPO).load().summary()["documents"] == 28
     else:  # the ready entries point at ../shared/datasets, read from the repository root
         assert (REPO / cfg.corpus.path / "qrels" / f"{cfg.corpus.split}.tsv").is_file()
 
@@ -92,17 +94,16 @@ def test_helpdesk_study_sweeps_specs_four_systems_on_the_helpdesk_corpus():
 
 def test_defaults_reproduce_spec():
     cfg = composed()
-    assert OmegaConf.get_type(cfg.retriever) is BM25Config
+    assert cfg.retriever._target_ == "retrievers.BM25"
     assert (cfg.retriever.k1, cfg.retriever.b, cfg.depth) == (1.2, 0.75, 100)
     lsa = composed("retriever=lsa").retriever
-    assert (OmegaConf.get_type(lsa), lsa.dims, lsa.algorithm.value, lsa.seed) == (LSAConfig, 6, "arpack", 0)
+    assert (lsa._target_, lsa.dims, lsa.algorithm, lsa.seed) == ("retrievers.LSA", 6, "arpack", 0)
     weighted = composed("retriever=weighted").retriever
-    assert OmegaConf.get_type(weighted) is WeightedConfig and (weighted.alpha, weighted.depth) == (0.5, 10)
+    assert weighted._target_ == "retrievers.WeightedSum" and (weighted.alpha, weighted.depth) == (0.5, 10)
     rrf = composed("retriever=rrf").retriever
-    assert OmegaConf.get_type(rrf) is RRFConfig and (rrf.k, rrf.depth) == (60, 10)
+    assert rrf._target_ == "retrievers.RRF" and (rrf.k, rrf.depth) == (60, 10)
     for fusion in (weighted, rrf):
-        kinds = [OmegaConf.get_type(c) for c in fusion.components.values()]
-        assert kinds == [BM25Config, LSAConfig]
+        assert [c._target_ for c in fusion.components.values()] == ["retrievers.BM25", "retrievers.LSA"]
     plan = metric_plan(cfg.metrics)
     assert [s.name for s in plan.show] == ["hit_rate@3", "recall@5", "mrr", "ndcg@5"]
     assert (plan.settings.gain, plan.settings.level, plan.resamples, plan.seed) == ("linear", 1, 5000, 0)
@@ -111,14 +112,13 @@ def test_defaults_reproduce_spec():
 def test_fusion_components_are_configured_not_hard_wired():
     cfg = composed("retriever=rrf", "retriever@retriever.components.second=bm25",
                    "retriever.components.second.k1=0.5")
-    retriever = make_retriever(cfg.retriever, make_tokenizer(cfg.text, REPO), REPO)
+    retriever = built(cfg)
     assert [type(c) for c in retriever.components] == [BM25, BM25]
     assert [c.k1 for c in retriever.components] == [1.2, 0.5]
 
 
 @pytest.mark.parametrize("override, message", [
-    ("retriever.k1=abc", "could not be converted to Float"),
-    ("retriever.dims=3", "Key 'dims' not in 'BM25Config'"),
+    ("retriever.dims=3", "Key 'dims' is not in struct"),
     ("metrics.gain=square", "expected one of [linear, exponential]"),
     ("depth=ten", "could not be converted to Integer"),
     ("nonsense=1", "Key 'nonsense' not in 'Config'"),
@@ -129,9 +129,25 @@ def test_a_wrong_key_or_type_fails_at_composition(override, message):
     assert message in f"{caught.value} {caught.value.__cause__}"
 
 
+@pytest.mark.parametrize("override, message", [
+    ("retriever.k1=abc", r"retriever\.k1: Value 'abc' of type 'str' could not be converted to Float"),
+    ("retriever.b=[1,2]", r"retriever\.b: .*"),
+    ("retriever=lsa retriever.dims=six", r"retriever\.dims: Value 'six' .* could not be converted to Integer"),
+])
+def test_a_value_of_the_wrong_type_for_the_retriever_class_is_refused_before_any_work(override, message):
+    with pytest.raises(InputError, match=message):
+        check_config(composed(*override.split()))
+
+
 def test_keys_appended_with_plus_are_refused_before_any_work():
-    with pytest.raises(InputError, match=r"unknown key\(s\) retriever.dims: BM25Config has b, k1, name"):
+    with pytest.raises(InputError, match=r"unknown key\(s\) retriever.dims: BM25 takes b, k1, name"):
         check_config(composed("+retriever.dims=3"))
+
+
+def test_a_checked_entry_carries_every_setting_of_its_class_typed():
+    cfg = check_config(composed("retriever.k1=1"))
+    assert cfg.retriever.k1 == 1.0 and isinstance(cfg.retriever.k1, float)
+    assert set(cfg.retriever) == {"_target_", "name", "k1", "b"}
 
 
 def test_a_beir_corpus_needs_a_path():
@@ -141,24 +157,21 @@ def test_a_beir_corpus_needs_a_path():
 
 def test_hybrids_and_two_stage_retrievers_are_composed_from_retriever_entries():
     pytest.importorskip("onnxruntime")
-    tokenizer = make_tokenizer(composed().text, REPO)
-    hybrid = make_retriever(composed("retriever=rrf_dense").retriever, tokenizer, REPO)
+    hybrid = built(composed("retriever=rrf_dense"))
     assert [c.name for c in hybrid.components] == ["BM25", "dense"] and hybrid.depth == 100
     two_stage = composed("retriever=rerank", "retriever@retriever.first=lsa", "retriever.candidates=20")
-    rerank = make_retriever(two_stage.retriever, tokenizer, REPO)
+    rerank = built(two_stage)
     assert (type(rerank.first), rerank.second.name, rerank.candidates, rerank.name) == (LSA, "dense", 20, "LSA->dense")
 
 
 def test_dense_keeps_its_embeddings_where_the_cache_config_says(tmp_path):
     pytest.importorskip("onnxruntime")
-    cfg = composed("retriever=dense", f"cache.dir={tmp_path}", "retriever.batch_size=8")
-    dense = make_retriever(cfg.retriever, make_tokenizer(cfg.text, REPO), REPO, cache=cfg.cache)
+    dense = built(composed("retriever=dense", f"cache.dir={tmp_path}", "retriever.batch_size=8"))
     assert (dense.cache, dense.cache_dir, dense.batch_size) == (True, tmp_path / "embeddings", 8)
-    off = composed("retriever=dense", "cache.enabled=false")
-    assert make_retriever(off.retriever, make_tokenizer(off.text, REPO), REPO, cache=off.cache).cache is False
+    assert built(composed("retriever=dense", "cache.enabled=false")).cache is False
 
 
 def test_out_of_range_values_are_reported_with_their_key():
     cfg = composed("retriever=weighted", "retriever.alpha=1.5")
     with pytest.raises(InputError, match="retriever: alpha must be within"):
-        make_retriever(cfg.retriever, make_tokenizer(cfg.text, REPO), REPO)
+        built(cfg)

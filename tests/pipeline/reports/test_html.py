@@ -19,7 +19,7 @@ from pipeline.reports.html import (
     means_table,
     render_html,
     save_figures,
-    sweep_report,
+    sweep_html,
     write_report,
 )
 
@@ -82,7 +82,7 @@ def sweep(helpdesk_collection, helpdesk_runs):
 
 def test_the_report_parses_and_holds_every_system_table_and_plot(sweep):
     summary, ranks, diagnoses, figures = sweep
-    html = sweep_report("help-desk study", summary, ranks, diagnoses, figures, meta={"collection": "helpdesk"})
+    html = sweep_html("help-desk study", summary, ranks, diagnoses, figures, meta={"collection": "helpdesk"})
     page = parse(html)
     text = " ".join(page.text)
     for system in SYSTEMS:
@@ -116,7 +116,7 @@ def test_a_large_sweep_reports_rank_buckets_instead_of_one_row_per_question():
                          index=[f"q{i:04d}" for i in range(1000)])
     summary = pd.DataFrame([{"system": s, "metric": "mrr", "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}
                             for s in ("a", "b")])
-    page = parse(sweep_report("big", summary, ranks))
+    page = parse(sweep_html("big", summary, ranks))
     text = " ".join(page.text)
     assert "not retrieved" in text and "q0999" not in text
     assert page.tags.count("tr") < 40

@@ -1,0 +1,80 @@
+"""Every name rankscope writes that someone else reads: MLflow tags, files in job and sweep folders, prefixes.
+
+Defined once here and imported everywhere (a tag re-typed as a literal elsewhere is how two modules drift apart).
+"""
+
+from __future__ import annotations
+
+PROG = "rankscope"
+
+# -- MLflow tags ----------------------------------------------------------------------------------------------
+TAG_KIND = "rankscope.kind"  # 'sweep', 'job' or 'run'; 'comparison'; in tuning sweeps 'trial', 'tuned', 'untuned'
+TAG_SYSTEM = "rankscope.system"  # the system's display name ('BM25 k1=0.9')
+TAG_JOB = "rankscope.job"  # the job's number in its sweep
+TAG_ERROR = "rankscope.error"  # why a run FAILED
+TAG_SWEEP_DIR = "rankscope.sweep_dir"
+TAG_OVERRIDES = "rankscope.overrides"  # the command-line overrides that made the run
+TAG_OUTPUT_DIR = "rankscope.output_dir"
+TAG_LAUNCHER = "rankscope.launcher"
+TAG_CORPUS = "rankscope.corpus"  # the corpus's name
+TAG_CORPUS_DIGEST = "rankscope.corpus_digest"  # documents, questions and judgments together
+TAG_JUDGMENTS = "rankscope.judgments"  # the judgments file the job read: which split it was scored on
+TAG_CONFIG_DIGEST = "rankscope.config_digest"
+TAG_CODE_VERSION = "rankscope.code_version"
+TAG_VERSION = "rankscope.version"
+TAG_RECORD = "rankscope.record"  # the job record a run was logged from
+TAG_SUPERSEDED_BY = "rankscope.superseded_by"
+TAG_TUNE_ROLE = "rankscope.tune.role"  # 'tuned/tuning', 'tuned/holdout', 'untuned/tuning', 'untuned/holdout'
+TAG_SWEEP_PARENT = "rankscope.sweep_parent"
+TAG_GATE = "rankscope.gate"  # 'pass', 'regression' or 'error'
+TAG_GATE_REASON = "rankscope.gate.reason"
+TAG_COMPARE_BASELINE = "rankscope.compare.baseline"
+TAG_COMPARE_CANDIDATE = "rankscope.compare.candidate"
+TAG_COMPARE_VERDICT = "rankscope.compare.verdict"
+TAG_COMPARE_PROMOTED = "rankscope.compare.promoted"
+TAG_COMPARE_DIGEST = "rankscope.compare.digest"
+TAG_GIT_COMMIT = "mlflow.source.git.commit"
+BASELINE_TAG = ("baseline", "true")
+
+# what TAG_KIND says
+KIND_SWEEP, KIND_JOB, KIND_RUN, KIND_COMPARISON = "sweep", "job", "run", "comparison"
+KIND_TRIAL = "trial"
+EVALUATED_KINDS = (KIND_JOB, KIND_RUN)  # runs that hold one system's evaluation
+
+# -- a job's folder (and its run's artifacts) -------------------------------------------------------------------
+CONFIG_FILE = "config.yaml"
+PER_QUESTION_FILE = "per_question.csv"
+PER_QUESTION_TABLE = "per_question.json"  # the same table as an MLflow table (log_table)
+RUN_FILE = "run.trec"
+MEANS_FILE = "metrics.csv"
+DIAGNOSIS_FILE = "diagnosis.txt"
+PLOTS_DIR = "plots"
+RECORD_FILE = "record.json"  # what the job's MLflow run will hold, written before anything is logged
+
+# -- a sweep's folder (and its parent run's artifacts) -----------------------------------------------------------
+HANDOFF_FILE = "mlflow_sweep.json"  # the driver's hand-off to its jobs: parent run, experiment, swept keys
+LOCK_FILE = ".rankscope.lock"
+MULTIRUN_CONFIG = "multirun.yaml"  # Hydra's record of the sweep's configuration
+SUMMARY_TEXT = "summary.txt"
+SYSTEMS_FILE = "systems.csv"
+RANKS_FILE = "first_relevant_rank.csv"
+DIFFERENCES_FILE = "differences.csv"
+SUMMARY_TABLE = "sweep_summary.json"
+REPORT_FILE = "report.html"
+GATE_FILE = "gate.txt"
+SCHEDULE_FILE = "scheduled.txt"
+TUNING_TEXT = "tuning.txt"
+TUNING_TABLE = "tuning.csv"
+OPTIMISATION_RESULTS = "optimization_results.yaml"  # hydra-optuna-sweeper writes it into the sweep folder
+
+# -- a comparison's run ------------------------------------------------------------------------------------------
+COMPARISON_TABLE = "comparison.json"
+ONE_SIDE_FILE = "questions_on_one_side.txt"
+
+# -- the tracking store -----------------------------------------------------------------------------------------
+DB_NAME = "mlflow.db"
+ARTIFACT_DIR = "mlartifacts"
+DEFAULT_EXPERIMENT = "rankscope"
+
+# -- metric name prefixes -----------------------------------------------------------------------------------------
+FAILURES_PREFIX = "failures/"

@@ -1,0 +1,103 @@
+"""Where a corpus comes from: the objects ``conf/corpus/*.yaml`` entries build (``_target_``).
+
+A source knows its files, its splits and how to load itself; the rest of the pipeline asks it rather than looking
+at the config's type: the per-process corpus memo keys on :meth:`files`, a tuning sweep checks :meth:`splits`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol
+
+from metrics.errors import InputError
+from pipeline.data.beir import find_corpus_file, load_beir
+from pipeline.data.collection import Collection
+
+HELPDESK_NAME = "helpdesk"
+
+
+class CorpusSource(Protocol):
+    """What a ``conf/corpus`` entry builds."""
+
+    name: str | None
+    split: str
+
+    def load(self) -> Collection: ...
+
+    def splits(self) -> list[str]: ...
+
+    def files(self) -> list[Path]: ...
+
+    def with_split(self, split: str) -> CorpusSource: ...
+
+
+def _helpdesk_folder() -> Path:
+    return Path(str(resources.files("pipeline.data").joinpath(HELPDESK_NAME)))
+
+
+@dataclass(frozen=True)
+class BeirFolder:
+    """A BEIR-layout folder (``corpus.jsonl[.gz]``, ``queries.jsonl``, ``qrels/<split>.tsv``); the questions are
+    those judged in ``split``. ``strict``: a judgment naming an unknown document or question stops the job."""
+
+    path: str | Path
+    split: str = "test"
+    name: str | None = None  # default: the folder's name
+    strict: bool = False
+
+    @classmethod
+    def from_config(cls, context: Any, path: str, **settings: Any) -> BeirFolder:
+        """``path`` relative to the folder the command started in."""
+        return cls(path=context.path(path), **settings)
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.path)
+
+    def load(self) -> Collection:
+        return load_beir(self.folder, self.split, self.name, self.strict)
+
+    def splits(self) -> list[str]:
+        qrels = self.folder / "qrels"
+        return sorted(p.stem for p in qrels.glob("*.tsv")) if qrels.is_dir() else []
+
+    def files(self) -> list[Path]:
+        """The files a load reads (an InputError when one is missing)."""
+        return [find_corpus_file(self.folder), self.folder / "queries.jsonl",
+                self.folder / "qrels" / f"{self.split}.tsv"]
+
+    def with_split(self, split: str) -> BeirFolder:
+        return dataclasses.replace(self, split=split)
+
+
+@dataclass(frozen=True)
+class Helpdesk:
+    """SPEC.md's 28-document help-desk corpus, embedded in the package (no path needed); one split, ``test``."""
+
+    name: str = HELPDESK_NAME
+    split: str = "test"
+
+    def _folder(self) -> BeirFolder:
+        return BeirFolder(_helpdesk_folder(), self.split, self.name)
+
+    def load(self) -> Collection:
+        if self.split != "test":
+            raise InputError(f"corpus.split={self.split}: the help-desk corpus has only the 'test' split")
+        return self._folder().load()
+
+    def splits(self) -> list[str]:
+        return ["test"]
+
+    def files(self) -> list[Path]:
+        return self._folder().files()
+
+    def with_split(self, split: str) -> Helpdesk:
+        return dataclasses.replace(self, split=split)
+
+
+def helpdesk() -> Collection:
+    """The embedded default: SPEC.md's 28-document help-desk corpus, shipped with the package."""
+    return Helpdesk().load()

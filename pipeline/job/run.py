@@ -1,0 +1,242 @@
+"""One job, stage by stage: check, load, index, rank, evaluate, diagnose, write, publish.
+
+:func:`execute_job` reads top to bottom; each stage is a method of :class:`Job`, which keeps what the stages share
+(the plan, where the run will be logged, the stage timings).
+
+- The results are written to the job's folder (``record.json`` and its files) before anything is logged, so a
+  tracking store that stops answering loses nothing: the job fails saying so, and ``python -m pipeline.sync`` logs
+  it later. The MLflow run is created once the results exist, with the job's start time.
+- In a resumed sweep, a job whose result the parent run already holds (same config, corpus and code) is skipped.
+- A job that fails on bad input (a missing corpus folder, an unknown key added with ``+``, a value out of range)
+  logs a FAILED run with the reason as a tag and prints that reason on one line; in a sweep the other jobs go on.
+  Any other exception also logs a FAILED run, then propagates (it is a bug, and deserves its traceback).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from omegaconf import DictConfig
+
+from metrics.errors import InputError
+from pipeline.common import progress
+from pipeline.common.names import (
+    KIND_JOB,
+    KIND_RUN,
+    PER_QUESTION_TABLE,
+    PROG,
+    TAG_CONFIG_DIGEST,
+    TAG_CORPUS,
+    TAG_CORPUS_DIGEST,
+    TAG_JOB,
+    TAG_JUDGMENTS,
+    TAG_KIND,
+    TAG_OUTPUT_DIR,
+    TAG_OVERRIDES,
+    TAG_SYSTEM,
+)
+from pipeline.common.redact import redact_text
+from pipeline.config.plan import JobPlan, config_digest, run_params
+from pipeline.job.chunked import rank_in_chunks
+from pipeline.job.context import JobContext, SweepHandle, system_name
+from pipeline.job.diagnose import JobDiagnosis, diagnose_job
+from pipeline.job.results import JobResult, bootstrap, score, write_results
+from pipeline.job.reuse import JobReuse
+from pipeline.tracking.destination import Destination, JobRecord, StoreUnavailable
+
+if TYPE_CHECKING:
+    from metrics.run import Run
+    from pipeline.data.collection import Collection
+    from retrievers import Retriever
+
+TIMED = ("load", "index", "rank", "evaluate", "bootstrap")  # logged as time/<stage>_s
+
+
+class JobFailed(Exception):
+    """A single run ended on bad input; already reported (and logged, when the store answered)."""
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """A job: its MLflow run id (None when its results could not be logged yet), and its result (None when it
+    failed on bad input inside a sweep, or was skipped because a resumed sweep already holds it)."""
+
+    run_id: str | None
+    result: JobResult | None
+
+
+def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = None,
+                report: bool = True) -> JobOutcome:
+    """Run one job and log it; ``tags`` are added to its run's, ``report=False`` prints nothing (tuning trials).
+
+    Raises :class:`JobFailed` for a single run that fails on bad input (a sweep's job records it and goes on).
+    """
+    job = Job(cfg, ctx, tags)
+    try:
+        plan = job.check()
+        collection = job.load(plan)
+        logged = job.already_logged(collection)
+        if logged is not None:
+            return JobOutcome(logged, None)
+        retriever = job.index(plan, collection)
+        run = job.rank(plan, retriever, collection)
+        result = job.evaluate(plan, collection, retriever, run)
+        diagnosis = diagnose_job(result, plan)
+        record, text = job.write(plan, result, diagnosis)
+    except InputError as exc:
+        return job.failed(str(exc))
+    except Exception as exc:  # a bug: record the failure, then let it show its traceback
+        job.failed(f"{type(exc).__name__}: {exc}", quiet=True)
+        raise
+    finally:
+        job.close()
+    return job.publish(record, result, text, report)
+
+
+def config_tags(cfg: Any) -> dict[str, str]:
+    """The user's extra tags (``+tags.owner=me``; a scheduled sweep adds its name and date)."""
+    return {str(k): str(v) for k, v in (cfg.get("tags") or {}).items()}
+
+
+class Job:
+    """What the stages of one job share: its config and place, where its run goes, and the stage timings."""
+
+    def __init__(self, cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None) -> None:
+        self.cfg, self.ctx = cfg, ctx
+        self.handle = SweepHandle.read(ctx.sweep_dir) if ctx.sweep_dir is not None else None
+        varying = self.handle.varying if self.handle else []
+        self.system = system_name(str(cfg.retriever.get("name", "retriever")), ctx.overrides, varying)
+        self.tags = {**config_tags(cfg), TAG_SYSTEM: self.system, TAG_OVERRIDES: " ".join(ctx.overrides),
+                     TAG_OUTPUT_DIR: str(ctx.output_dir), TAG_KIND: KIND_JOB if self.handle else KIND_RUN,
+                     TAG_JOB: str(ctx.job_num), **(tags or {})}
+        self.seconds: dict[str, float] = {}
+        self._bar = progress.bar(len(TIMED), self.system, "stage")
+        try:
+            self.destination = Destination.open(cfg.tracking.uri, ctx.launch_dir, cfg.tracking.experiment,
+                                                self.handle)
+        except InputError as exc:  # no store: nothing can be recorded, say why and stop
+            self.close()
+            self.say_failed(str(exc))
+            raise JobFailed(str(exc)) from None
+        self.started_ms = int(time.time() * 1000)
+        self.tags[TAG_CONFIG_DIGEST] = config_digest(self.cfg)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time a stage (``time/<name>_s``); a progress bar shows only on a terminal, after 2 seconds."""
+        self._bar.set_postfix_str(name, refresh=False)
+        start = time.perf_counter()
+        yield
+        self.seconds[name] = time.perf_counter() - start
+        self._bar.update()
+
+    def close(self) -> None:
+        self._bar.close()
+
+    # -- the stages, in order -----------------------------------------------------------------------------------
+
+    def check(self) -> JobPlan:
+        """The config, checked once and turned into objects, before any data is read."""
+        plan = JobPlan.check(self.cfg, self.ctx.launch_dir)
+        self.tags[TAG_CONFIG_DIGEST] = plan.digest
+        self.reuse = JobReuse(self.cfg, plan.context.tokenizer, self.ctx.launch_dir)
+        return plan
+
+    def load(self, plan: JobPlan) -> Collection:
+        with self.stage("load"):
+            collection = self.reuse.collection(plan.corpus, self.cfg.corpus)
+        self.identity = self.destination.identity(self.tags, collection.digest)
+        self.tags.update(self.identity.tags())
+        return collection
+
+    def already_logged(self, collection: Collection) -> str | None:
+        """In a resumed sweep, the run that already holds this job's result (tuning trials and evaluations always
+        run)."""
+        if self.handle is None or self.tags[TAG_KIND] != KIND_JOB:
+            return None
+        return self.destination.logged_earlier(self.ctx.output_dir, self.identity, self.ctx.job_num,
+                                               " ".join(self.ctx.overrides))
+
+    def index(self, plan: JobPlan, collection: Collection) -> Retriever:
+        retriever = plan.retriever
+        with self.stage("index"):
+            try:
+                self.reuse.share_components(retriever, self.cfg.retriever, collection)
+                retriever.index(self.reuse.documents(collection))
+            except ValueError as exc:  # e.g. LSA dims beyond what the corpus allows
+                if isinstance(exc, InputError):
+                    raise
+                raise InputError(f"retriever {retriever.name}: {exc}") from None
+        return retriever
+
+    def rank(self, plan: JobPlan, retriever: Retriever, collection: Collection) -> Run:
+        with self.stage("rank"):
+            return rank_in_chunks(self.reuse.ranking(retriever, self.cfg.retriever, collection), collection.query_ids,
+                                  collection.query_texts, plan.depth, len(collection.doc_ids),
+                                  f"ranking ({self.system})")
+
+    def evaluate(self, plan: JobPlan, collection: Collection, retriever: Retriever, run: Run) -> JobResult:
+        """Every metric per question, then each mean's bootstrap interval."""
+        with self.stage("evaluate"):
+            evaluation = score(run, collection, plan.metrics)
+        with self.stage("bootstrap"):
+            intervals = bootstrap(evaluation, plan.metrics)
+        reused = {f"cache/{name}": count for name, count in self.reuse.counters().items()}
+        return JobResult.of(self.system, collection, retriever, run, evaluation, plan.metrics, intervals,
+                            self.seconds, reused)
+
+    def write(self, plan: JobPlan, result: JobResult, diagnosis: JobDiagnosis) -> tuple[JobRecord, str]:
+        """The job's files and ``record.json`` (what its MLflow run will hold), before anything is logged; and the
+        text it prints."""
+        out, c = self.ctx.output_dir, result.collection
+        files = write_results(result, self.cfg, out) + diagnosis.write(out)
+        self.tags.update({TAG_CORPUS_DIGEST: c.digest, TAG_CORPUS: c.name,
+                          TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}"})
+        dtypes = self.destination.save_table(result.table, out / PER_QUESTION_TABLE)
+        dataset = self.destination.dataset(c.doc_ids, c.doc_texts, f"{c.name}/{c.split}", c.digest, c.source or c.name)
+        record = self.destination.record(self.system, self.tags, self.started_ms, params=plan.params(self.ctx.choices),
+                                         metrics=result.metrics(), dataset=dataset, table=PER_QUESTION_TABLE,
+                                         table_dtypes=dtypes, files=[str(p.relative_to(out)) for p in files])
+        record.save(out)
+        return record, result.text() + "\n\n" + diagnosis.terminal_text()
+
+    def publish(self, record: JobRecord, result: JobResult, text: str, report: bool) -> JobOutcome:
+        """Log the record as the job's MLflow run; if the store does not answer, the record waits for sync."""
+        try:
+            published = self.destination.publish(record, self.ctx.output_dir)
+        except StoreUnavailable as exc:
+            if report:
+                print(text + "\n", flush=True)
+            self.say_failed(self.destination.not_logged(self.ctx.output_dir, self.ctx.sweep_dir, str(exc)))
+            if self.handle is None:
+                raise JobFailed(str(exc)) from None
+            return JobOutcome(None, result)
+        if report:
+            where = "" if self.handle else "\nMLflow: " + self.destination.location(published.run_id)
+            print(text + where + "\n", flush=True)
+        return JobOutcome(published.run_id, result)
+
+    # -- when it fails ------------------------------------------------------------------------------------------
+
+    def failed(self, reason: str, quiet: bool = False) -> JobOutcome:
+        """A FAILED run (saved first, like any result) and, unless ``quiet``, its reason on one line; a single run
+        then raises :class:`JobFailed`."""
+        params = run_params(self.cfg, self.ctx.choices)
+        record = self.destination.record(self.system, self.tags, self.started_ms, params=params, error=reason)
+        record.save(self.ctx.output_dir)
+        run_id = self.destination.publish_failure(record, self.ctx.output_dir)
+        if not quiet:
+            self.say_failed(str(record.error))
+            if self.handle is None:
+                raise JobFailed(str(record.error))
+        return JobOutcome(run_id, None)
+
+    def say_failed(self, reason: str) -> None:
+        ctx = self.ctx
+        where = f"job {ctx.job_num} ({' '.join(ctx.overrides)})" if ctx.sweep_dir is not None else "error"
+        print(f"{PROG}: {where}: {redact_text(reason)}".replace("\n", " "), file=sys.stderr, flush=True)

@@ -1,0 +1,115 @@
+"""The end of a sweep: summarise the children MLflow holds, print, save and log the summary, close the parent,
+then gate it. Used by the sweep's driver when its jobs are done and by ``python -m pipeline.sync`` afterwards."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from pipeline.analysis.summary import SweepSummary, SystemRun, summarize
+from pipeline.common.names import DIFFERENCES_FILE, PROG, RANKS_FILE, SUMMARY_TABLE, SUMMARY_TEXT, SYSTEMS_FILE
+from pipeline.common.redact import redact_text
+from pipeline.config.build import metric_plan
+from pipeline.job.run import config_tags
+from pipeline.reports.text import sweep_text
+from pipeline.sweep.report import plots_and_report
+from pipeline.tracking.client import MlflowClient
+from pipeline.tracking.readback import child_runs
+from pipeline.tracking.records import pending_records
+from pipeline.tracking.runs import Tracker
+from pipeline.tracking.store import run_location
+
+
+def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, metrics: Any, title: str,
+                diagnosis: Any, overrides: str) -> tuple[SweepSummary, str | None]:
+    """Summarise the children MLflow holds, print and save the summary, log it to the parent and close the parent
+    (FAILED when a job failed or computed results it could not log). Used at the end of a sweep and by sync.
+
+    Closed again (a resumed or synced sweep), the parent's ``jobs/*`` metrics get the next step."""
+    plan = metric_plan(metrics)
+    systems = children_closed(parent, experiment_id)
+    summary = summarize(systems, parent.run_id, plan.show, plan.primary, plan.confidence, plan.resamples, plan.seed)
+    unlogged = pending_records(sweep_dir)
+    text = sweep_text(summary, title)
+    if unlogged:
+        folders = ", ".join(str(folder.relative_to(sweep_dir)) for folder, _ in unlogged)
+        text += (f"\n\nNOT LOGGED: {len(unlogged)} job(s) computed their results but could not log them (folders "
+                 f"{folders}); once the tracking store answers: python -m pipeline.sync {sweep_dir}")
+    where = run_location(uri, experiment_id, parent.run_id)
+    print(f"\n{text}\n\nMLflow: parent {where}", flush=True)
+    # Plug-in point: later views of the sweep build from `summary` (read back from MLflow) and add files here.
+    files = write_summary(summary, text, sweep_dir)
+    files += plots_and_report(summary, plan, diagnosis, title, sweep_dir, parent,
+                              {"MLflow": f"parent {where}", "overrides": overrides})
+    failed = len(summary.failed)
+    step = parent.metric_steps("jobs/finished")
+    parent.log_metrics({"jobs/finished": len(summary.finished), "jobs/failed": failed,
+                        "jobs/not_logged": len(unlogged)}, step=step)
+    if not summary.means.empty:
+        parent.log_table(summary.means.reset_index(), SUMMARY_TABLE)
+    parent.log_files(files)
+    problems = []
+    if failed or not (summary.systems or unlogged):
+        problems.append(f"{failed} of {len(summary.systems)} jobs failed" if summary.systems else "no job ran")
+    if unlogged:
+        problems.append(f"{len(unlogged)} job(s) computed but not logged: run python -m pipeline.sync {sweep_dir}")
+    error = "; ".join(problems) or None
+    parent.finish(error=error)
+    return summary, error
+
+
+def run_sweep_gate(config: Any, summary: SweepSummary, parent: Tracker, experiment_id: str, sweep_dir: Path) -> int:
+    """``gate=...``: the gate on the sweep's best (or named) system; its exit status (0 when there is no gate).
+
+    Not run while some job's results are not logged: the best system might be among them."""
+    if config.get("gate") is None:
+        return 0
+    from pipeline.decisions.gate import EXIT_ERROR, gate_sweep
+
+    unlogged = pending_records(sweep_dir)
+    if unlogged:
+        print(f"{PROG}: gate not run: {len(unlogged)} job(s) are not logged yet; python -m pipeline.sync "
+              f"{sweep_dir} logs them and runs the gate", file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    return gate_sweep(parent.client, experiment_id, parent.run_id, summary.finished, config.gate, sweep_dir,
+                      config_tags(config)).status
+
+
+def close_children(client: MlflowClient, systems: list[SystemRun],
+                   reason: str = "the job's process ended without closing it") -> None:
+    """A child still RUNNING now lost its process: record that it failed, and why."""
+    for system in systems:
+        if system.status == "RUNNING":
+            Tracker(client, system.run_id).finish(error=reason)
+            system.status = "FAILED"
+
+
+def write_summary(summary: SweepSummary, text: str, sweep_dir: Path) -> list[Path]:
+    """The sweep's result files, in the sweep directory (and logged to the parent run)."""
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    files = [sweep_dir / SUMMARY_TEXT]
+    files[0].write_text(redact_text(text) + "\n", encoding="utf-8")
+    for frame, name in ((summary.means, SYSTEMS_FILE), (summary.first_rank, RANKS_FILE),
+                        (summary.differences, DIFFERENCES_FILE)):
+        if not frame.empty:
+            frame.to_csv(sweep_dir / name)
+            files.append(sweep_dir / name)
+    return files
+
+
+def children_closed(parent: Tracker, experiment_id: str, reason: str | None = None) -> list[SystemRun]:
+    """The parent's children as MLflow holds them, any left RUNNING closed FAILED first."""
+    systems = child_runs(parent.client, experiment_id, parent.run_id)
+    close_children(parent.client, systems, *([reason] if reason else []))
+    return systems
+
+
+def abandon(parent: Tracker, experiment_id: str) -> None:
+    """A sweep that stopped before its end: its children still RUNNING and the parent are closed FAILED. At exit, so
+    it reports rather than raises."""
+    try:
+        children_closed(parent, experiment_id, "the sweep stopped before this job ended")
+        parent.finish(error="the sweep stopped before all jobs ended")
+    except Exception as exc:
+        print(f"{PROG}: could not close the parent MLflow run: {exc}", file=sys.stderr)

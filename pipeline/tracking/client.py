@@ -1,0 +1,24 @@
+"""MLflow's client, imported once, after quieting what it would otherwise print (progress bars, URIs, migrations).
+
+Every other module of this package imports MLflow's names from here; no module outside the package imports MLflow.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # its bars would flood non-TTY logs
+os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # it prints URIs with credentials
+for _name in ("alembic", "mlflow"):  # store creation and migrations are chatty at INFO
+    logging.getLogger(_name).setLevel(logging.WARNING)
+
+from mlflow import MlflowClient  # noqa: E402
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, Run, RunStatus, RunTag  # noqa: E402
+from mlflow.exceptions import MlflowException  # noqa: E402
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_SOURCE_NAME, MLFLOW_SOURCE_TYPE  # noqa: E402
+
+__all__ = [
+    "MLFLOW_PARENT_RUN_ID", "MLFLOW_SOURCE_NAME", "MLFLOW_SOURCE_TYPE", "Dataset", "DatasetInput", "InputTag", "Metric",
+    "MlflowClient", "MlflowException", "Param", "Run", "RunStatus", "RunTag",
+]

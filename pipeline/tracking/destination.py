@@ -1,0 +1,106 @@
+"""Where one job's results go: the store, its experiment and, in a sweep, the parent run; and everything a job asks
+of it (its identity, whether a resumed sweep already holds its result, its record, the logging itself).
+
+A job talks to MLflow only through a :class:`Destination`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pipeline.common.names import PROG, TAG_CONFIG_DIGEST
+from pipeline.common.redact import redact_text
+from pipeline.tracking.client import MlflowClient
+from pipeline.tracking.identity import Identity
+from pipeline.tracking.provenance import code_version
+from pipeline.tracking.records import JobRecord, Published, finished_run, now_ms, publish, save_table
+from pipeline.tracking.runs import dataset_fields
+from pipeline.tracking.store import STORE_ERRORS, Store, StoreUnavailable, client_for, run_location, tracking_uri
+
+__all__ = ["Destination", "JobRecord", "StoreUnavailable"]
+
+
+@dataclass
+class Destination:
+    """One job's place in the tracking store."""
+
+    uri: str
+    client: MlflowClient
+    experiment_id: str
+    parent_run_id: str | None = None  # a sweep's parent run
+
+    @classmethod
+    def open(cls, configured: str | None, launch_dir: Path, experiment: str, sweep: Any = None) -> Destination:
+        """A single run opens (and if new, creates) the store ``tracking.uri`` names (:func:`tracking_uri`); a sweep's
+        job joins the experiment and parent run its driver opened (``sweep``: the hand-off, with ``experiment_id``
+        and ``parent_run_id``). InputError when the store cannot be opened."""
+        uri = tracking_uri(configured, launch_dir)
+        if sweep is not None:
+            return cls(uri, client_for(uri), sweep.experiment_id, sweep.parent_run_id)
+        store = Store.open(uri, experiment)
+        return cls(uri, store.client, store.experiment_id)
+
+    def identity(self, tags: dict[str, str], corpus_digest: str) -> Identity:
+        """What makes this computation the same as another: config digest, corpus digest, code version."""
+        return Identity(tags[TAG_CONFIG_DIGEST], corpus_digest, code_version())
+
+    def record(self, name: str, tags: dict[str, str], started_ms: int, **fields: Any) -> JobRecord:
+        """The record of a job's run (secrets masked), not yet saved or logged."""
+        return JobRecord.new(run_name=name, experiment_id=self.experiment_id, parent_run_id=self.parent_run_id,
+                             tracking_uri=redact_text(self.uri), tags=tags, started_ms=started_ms,
+                             ended_ms=now_ms(), **fields)
+
+    @staticmethod
+    def save_table(frame: pd.DataFrame, path: Path) -> dict[str, str]:
+        """The per-question table in MLflow's table format, secrets masked; returns its column types."""
+        return save_table(frame, path)
+
+    def dataset(self, doc_ids: list[str], texts: list[str], name: str, digest: str, source: str) -> dict[str, str]:
+        """The corpus as an MLflow dataset input (described once per process and corpus)."""
+        return dataset_fields(pd.DataFrame({"doc_id": doc_ids, "text": texts}), name=name, digest=digest, source=source)
+
+    def logged_earlier(self, folder: Path, identity: Identity, job: int, what: str) -> str | None:
+        """In a resumed sweep: the run that already holds this job's result, or the record computed earlier in
+        ``folder`` (logged now). None when the job must run, or when the store does not answer (it runs, and saves
+        its record)."""
+        earlier = JobRecord.load(folder)
+        try:
+            if earlier is not None and earlier.pending and earlier.error is None:
+                if earlier.identity == identity:
+                    published = publish(self.client, earlier, folder)
+                    print(f"{PROG}: job {job} ({earlier.run_name}): logged the results computed earlier in {folder} "
+                          f"as run {published.run_id}", flush=True)
+                    return published.run_id
+                publish(self.client, earlier, folder)  # another config's result left here: never lose it
+            run_id = finished_run(self.client, self.experiment_id, str(self.parent_run_id), identity)
+        except (StoreUnavailable, *STORE_ERRORS):
+            return None
+        if run_id is not None:
+            print(f"{PROG}: job {job} ({what}): already logged as run {run_id} (same config, corpus and code): "
+                  f"skipped", flush=True)
+        return run_id
+
+    def publish(self, record: JobRecord, folder: Path) -> Published:
+        """Log the record as the job's run, once. Raises :class:`StoreUnavailable`; the record then waits."""
+        return publish(self.client, record, folder)
+
+    def publish_failure(self, record: JobRecord, folder: Path) -> str | None:
+        """A failed job's record logged as a FAILED run, if the store answers."""
+        try:
+            return publish(self.client, record, folder).run_id
+        except StoreUnavailable:
+            return None
+
+    def location(self, run_id: str) -> str:
+        return run_location(self.uri, self.experiment_id, run_id)
+
+    def not_logged(self, output_dir: Path, sweep_dir: Path | None, reason: str) -> str:
+        """The line that says where the unlogged results wait, and the command that logs them."""
+        folder = sweep_dir if sweep_dir is not None else output_dir
+        return (f"results saved in {output_dir} but not logged: the tracking store {redact_text(self.uri)} did not "
+                f"answer ({reason}); once it does, run: python -m pipeline.sync {folder}")
+

@@ -1,0 +1,61 @@
+"""Results read back from MLflow: a sweep's child runs with their per-question tables, one run's table.
+
+Under the joblib launcher the jobs run in worker processes whose results never come back to the driver, so the
+end-of-sweep summary reads the children from the tracking store; the same code serves the basic launcher, joblib,
+a sweep summarised again by ``python -m pipeline.sync``, and ``compare``/``gate``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline.analysis.summary import SystemRun, unique_names
+from pipeline.common import progress
+from pipeline.common.names import (
+    PER_QUESTION_FILE,
+    PER_QUESTION_TABLE,
+    TAG_CORPUS_DIGEST,
+    TAG_ERROR,
+    TAG_JOB,
+    TAG_SYSTEM,
+)
+from pipeline.tracking.client import MLFLOW_PARENT_RUN_ID, MlflowClient, Run
+from pipeline.tracking.records import read_table
+from pipeline.tracking.search import search_runs
+
+
+def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> list[SystemRun]:
+    """The parent's children in job order, with their per-question tables (finished runs only)."""
+    systems = []
+    for run in search_runs(client, [experiment_id], f"tags.`{MLFLOW_PARENT_RUN_ID}` = '{parent_run_id}'"):
+        tags = run.data.tags
+        job = int(tags[TAG_JOB]) if tags.get(TAG_JOB, "").isdigit() else len(systems)
+        systems.append(SystemRun(run.info.run_id, tags.get(TAG_SYSTEM, run.info.run_name), run.info.status, job,
+                                 dict(run.data.metrics), tags.get(TAG_ERROR), tags.get(TAG_CORPUS_DIGEST)))
+    systems.sort(key=lambda s: s.job)
+    unique_names(systems)
+    done = [s for s in systems if s.status == "FINISHED"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for system in progress.iterate(done, len(done), "reading runs", "run"):
+            try:
+                local = client.download_artifacts(system.run_id, PER_QUESTION_FILE, tmp)
+            except Exception as exc:  # a finished run without its table cannot be compared: report, go on
+                system.error = f"per-question table unreadable: {exc}"
+                continue
+            frame = pd.read_csv(local, dtype={"query_id": str}, keep_default_na=False, na_values=[""])
+            system.per_question = frame.set_index("query_id")
+            Path(local).unlink(missing_ok=True)
+    return systems
+
+
+def per_question_table(client: MlflowClient, run: Run) -> pd.DataFrame | None:
+    """The run's per-question table (``per_question.json``, as logged), or None when it has none."""
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            local = client.download_artifacts(run.info.run_id, PER_QUESTION_TABLE, tmp)
+        except Exception:
+            return None
+        return read_table(Path(local))

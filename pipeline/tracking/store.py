@@ -1,0 +1,162 @@
+"""Where runs go: the tracking URI, the store opened (and created, once), and where to look at a run afterwards.
+
+A new SQLite store is created by whichever command opens it first. MLflow creates and migrates its tables on the
+first connection of a process, and two processes doing that at once break the store (``duplicate column``,
+``table ... already exists``); so opening a SQLite store holds an exclusive lock on ``<db>.lock`` beside it for
+that first connection. Later calls take no lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from metrics.errors import InputError
+from pipeline.common.names import ARTIFACT_DIR, DB_NAME, DEFAULT_EXPERIMENT
+from pipeline.common.redact import one_line, redact_text
+from pipeline.tracking.client import MlflowClient, MlflowException
+
+SQLITE = "sqlite:///"
+_OS_REASON = re.compile(r"\[Errno -?\d+\] ([^\"')\]]+)")
+STORE_ERRORS: tuple[type[BaseException], ...] = (MlflowException, OSError)  # what a store that does not answer raises
+_opened: set[str] = set()  # SQLite stores this process has connected to (created and migrated)
+
+
+class StoreUnavailable(Exception):
+    """The tracking store did not answer; the message says why, in one line."""
+
+
+def store_error(exc: BaseException) -> str:
+    """Why the store did not answer, short: the OS's reason (``Connection refused``) rather than urllib3's page."""
+    text = one_line(exc)
+    found = _OS_REASON.search(text)
+    if found:
+        return found.group(1).strip()
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
+def tracking_uri(configured: str | None, launch_dir: Path) -> str:
+    """``tracking.uri`` if set, else $MLFLOW_TRACKING_URI, else a SQLite file in the launch directory.
+
+    The deprecated ``file:`` store (or a bare path) is refused: it is slow and MLflow is removing it.
+    """
+    uri = configured or os.environ.get("MLFLOW_TRACKING_URI") or f"{SQLITE}{launch_dir.resolve() / DB_NAME}"
+    if uri.startswith("file:") or ("://" not in uri and not uri.startswith("databricks")):
+        raise InputError(f"tracking URI {redact_text(uri)!r}: use sqlite:///ABSOLUTE/PATH/mlflow.db or an "
+                         f"http(s):// server (the file: store is deprecated)")
+    return uri
+
+
+def sqlite_path(uri: str) -> Path | None:
+    return Path(uri[len(SQLITE):]) if uri.startswith(SQLITE) else None
+
+
+def artifact_location(uri: str) -> str | None:
+    """For a SQLite store, artifacts go beside the database file (not into whatever the cwd is)."""
+    db = sqlite_path(uri)
+    return (db.parent / ARTIFACT_DIR).as_uri() if db is not None else None
+
+
+@contextmanager
+def creation_lock(uri: str) -> Iterator[None]:
+    """Serialise a process's first connection to a SQLite store (where MLflow creates and migrates it)."""
+    db = sqlite_path(uri)
+    if db is None or uri in _opened:
+        yield
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+            _opened.add(uri)
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def client_for(uri: str) -> MlflowClient:
+    """A client of the store at ``uri``, its first connection in this process made under :func:`creation_lock`."""
+    client = MlflowClient(tracking_uri=uri)
+    if uri.startswith(SQLITE) and uri not in _opened:
+        with creation_lock(uri):
+            client.search_experiments(max_results=1)  # connects: creates and migrates a new store
+    return client
+
+
+@dataclass(frozen=True)
+class Store:
+    """One experiment of one tracking store: the client, its URI (for messages) and the experiment's id."""
+
+    client: MlflowClient
+    uri: str
+    experiment_id: str
+
+    @classmethod
+    def open(cls, uri: str, experiment: str = DEFAULT_EXPERIMENT) -> Store:
+        """Connect, creating the store and the experiment when new (restoring a deleted one).
+
+        An unreachable server or unreadable database is an :class:`InputError` in one line.
+        """
+        try:
+            client = client_for(uri)
+            found = client.get_experiment_by_name(experiment)
+        except Exception as exc:  # unreachable server, unreadable database: one line, not MLflow's traceback
+            raise InputError(f"cannot open the MLflow tracking store {redact_text(uri)}: {store_error(exc)}") from None
+        if found is not None:
+            if found.lifecycle_stage == "deleted":
+                client.restore_experiment(found.experiment_id)
+            return cls(client, uri, found.experiment_id)
+        try:
+            return cls(client, uri, client.create_experiment(experiment, artifact_location=artifact_location(uri)))
+        except MlflowException:  # created meanwhile by another process
+            found = client.get_experiment_by_name(experiment)
+            if found is None:
+                raise
+            return cls(client, uri, found.experiment_id)
+
+    @classmethod
+    def existing(cls, uri: str, experiment: str | None) -> tuple[MlflowClient, str | None]:
+        """A store that must exist already (what compare and gate read): the client and the experiment's id
+        (None when it has no such experiment)."""
+        db = sqlite_path(uri)
+        if db is not None and not db.is_file():
+            raise InputError(f"no MLflow store at {uri} (give --tracking-uri, or run from the folder holding "
+                             f"{DB_NAME})")
+        client = client_for(uri)
+        found = client.get_experiment_by_name(experiment) if experiment else None
+        return client, found.experiment_id if found is not None else None
+
+    def pair(self) -> tuple[MlflowClient, str]:
+        """``(client, experiment_id)``."""
+        return self.client, self.experiment_id
+
+    def location(self, run_id: str) -> str:
+        return run_location(self.uri, self.experiment_id, run_id)
+
+
+def create_database_schema(backend_store_uri: str, artifact_root: str) -> None:
+    """Create (or verify) MLflow's tables in a database, as a tracking server does on start: absent tables are
+    created, an out-of-date schema is refused, the Default experiment gets ``artifact_root``. An InputError in one
+    line when the database refuses."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    try:
+        with creation_lock(backend_store_uri):
+            store = SqlAlchemyStore(backend_store_uri, artifact_root)
+    except MlflowException as exc:
+        raise InputError(redact_text(exc.message)) from None
+    except Exception as exc:
+        raise InputError(f"cannot open the tracking database: {redact_text(str(exc))}") from None
+    store.engine.dispose()
+
+
+def run_location(uri: str, experiment_id: str, run_id: str) -> str:
+    """Where to look at a run: its UI page on a server, else the command that opens the UI on the store."""
+    if uri.startswith(("http://", "https://")):
+        return redact_text(f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}")
+    return redact_text(f"run {run_id} in {uri} (open the UI: mlflow ui --backend-store-uri {uri})")

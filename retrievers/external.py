@@ -1,0 +1,157 @@
+"""Your own retriever, measured like the built-in ones: any object with ``search(questions, k)``.
+
+The protocol (duck-typed, nothing to import or subclass):
+
+- ``search(self, questions: list[str], k: int) -> list[list[tuple[str, float]]]``: for each question, in order,
+  its (document id, score) pairs, best first, higher scores better;
+- ``index(self, doc_ids: list[str], texts: list[str]) -> None``, optional: called once, before any search.
+
+A subclass of :class:`retrievers.Retriever` (``index(docs)``, then ``rank(query_ids, texts, depth) -> Run``) is the
+richer protocol: it is used as it is, without this adapter.
+
+What comes back is checked before anything is scored. Ids the corpus does not hold are dropped and reported (how
+many, and the first few: :meth:`ExternalSearch.notes`), as are ids listed twice for one question and questions
+whose scores are not in descending order; more than ``k`` results are cut to the first ``k``. A score that is not a
+finite number, or an answer of the wrong shape, stops the job with one line naming the question, the engine and
+the first 200 characters of the answer. Each question's documents are then ordered as trec_eval orders a run file
+(score descending, ties by document id descending), so the figures equal those of the same results written as a
+TREC run and read with ``retriever=run_file``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from metrics.errors import InputError
+from metrics.run import Run
+from metrics.trec import run_from_frame
+from retrievers.base import Documents, Retriever, _check_batch, select_rows
+
+SHOWN = 5  # ids a note lists before "and N more"
+ANSWER_SHOWN = 200  # characters of a bad answer quoted in its error line
+
+
+def shown(text: object) -> str:
+    """The first :data:`ANSWER_SHOWN` characters of an answer, on one line."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= ANSWER_SHOWN else flat[:ANSWER_SHOWN] + "..."
+
+
+def listing(ids: Sequence[str]) -> str:
+    head = ", ".join(map(str, ids[:SHOWN]))
+    return head + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+
+
+def describe(engine: Any) -> str:
+    """How messages name an engine: its own ``describe()`` (an HTTP engine gives its URL, credentials masked),
+    else its class."""
+    own = getattr(engine, "describe", None)
+    return str(own()) if callable(own) else f"{type(engine).__module__}.{type(engine).__qualname__}"
+
+
+@dataclass
+class ExternalSearch(Retriever):
+    """A ``search(questions, k)`` engine as a :class:`Retriever`; see the module's docstring for the checks."""
+
+    engine: Any = None
+    name: str = "custom"
+    _unknown: Counter = field(default_factory=Counter, init=False, repr=False)
+    _repeated: Counter = field(default_factory=Counter, init=False, repr=False)
+    _unsorted: list[str] = field(default_factory=list, init=False, repr=False)
+    _cut: int = field(default=0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not callable(getattr(self.engine, "search", None)):
+            raise ValueError(f"{describe(self.engine)} has no search(questions, k) method")
+        self._known: pd.Index | None = None
+
+    def index(self, docs: Documents) -> ExternalSearch:
+        self._known = pd.Index(list(docs.doc_ids), dtype=object)
+        own = getattr(self.engine, "index", None)
+        if callable(own):
+            own(list(docs.doc_ids), list(docs.doc_texts))
+        return self
+
+    def rank(self, query_ids: Sequence[str], texts: Sequence[str], depth: int = 100) -> Run:
+        _check_batch(query_ids, texts)
+        if self._known is None:
+            raise InputError(f"{self.name}: rank() before index()")
+        answers = self.engine.search(list(texts), depth)
+        where = describe(self.engine)
+        if not isinstance(answers, Sequence) or isinstance(answers, str | bytes) or len(answers) != len(texts):
+            count = len(answers) if isinstance(answers, Sequence) else "no list"
+            raise InputError(f"{where}: search() must return one list of (id, score) pairs per question: asked "
+                             f"{len(texts)} questions, got {count}: {shown(answers)}")
+        q, d, s = [], [], []
+        for qid, text, hits in zip(query_ids, texts, answers):
+            pairs = self._pairs(hits, qid, text, where)
+            if len(pairs) > depth:
+                self._cut += 1
+                pairs = pairs[:depth]
+            scores = [score for _, score in pairs]
+            if any(b > a for a, b in pairwise(scores)):
+                self._unsorted.append(str(qid))
+            seen: set[str] = set()
+            for doc, score in pairs:
+                if doc in seen:
+                    self._repeated[doc] += 1
+                    continue
+                seen.add(doc)
+                q.append(str(qid))
+                d.append(doc)
+                s.append(score)
+        frame = pd.DataFrame({"q": pd.array(q, dtype=object), "d": pd.array(d, dtype=object), "s": s})
+        known = self._known.get_indexer(pd.Index(frame["d"], dtype=object)) >= 0 if len(frame) else np.zeros(0, bool)
+        for doc in frame.loc[~known, "d"]:
+            self._unknown[doc] += 1
+        return select_rows(run_from_frame(frame[known], self.name), query_ids, depth, self.name)
+
+    @staticmethod
+    def _pairs(hits: Any, qid: str, text: str, where: str) -> list[tuple[str, float]]:
+        """One question's answer as (id, score) pairs; anything else stops the job with one line."""
+
+        def bad(reason: str) -> InputError:
+            return InputError(f"{where}: question {qid} ({shown(text)[:60]!r}): {reason}: {shown(hits)}")
+
+        if not isinstance(hits, Sequence) or isinstance(hits, str | bytes):
+            raise bad("expected a list of (id, score) pairs")
+        pairs = []
+        for hit in hits:
+            if not isinstance(hit, Sequence) or isinstance(hit, str | bytes) or len(hit) != 2:
+                raise bad(f"expected (id, score) pairs, got {shown(hit)[:80]!r}")
+            doc, score = hit
+            if not isinstance(doc, str | int) or isinstance(doc, bool):
+                raise bad(f"a document id must be a string, got {shown(doc)[:80]!r}")
+            try:
+                value = float(score)
+            except (TypeError, ValueError):
+                raise bad(f"score {shown(score)[:40]!r} is not a number") from None
+            if not math.isfinite(value):
+                raise bad(f"score {value!r} is not a finite number")
+            pairs.append((str(doc), value))
+        return pairs
+
+    def notes(self) -> list[str]:
+        where = describe(self.engine)
+        found = []
+        if self._unknown:
+            ids = list(self._unknown)
+            found.append(f"{where}: {sum(self._unknown.values())} result(s) name {len(ids)} document id(s) the corpus "
+                         f"does not hold: {listing(ids)} (dropped)")
+        if self._repeated:
+            found.append(f"{where}: {sum(self._repeated.values())} result(s) repeat a document already listed for "
+                         f"the same question: {listing(list(self._repeated))} (the first kept)")
+        if self._cut:
+            found.append(f"{where}: {self._cut} question(s) got more results than asked for (cut to the first k)")
+        if self._unsorted:
+            found.append(f"{where}: {len(self._unsorted)} question(s) have scores that are not in descending order: "
+                         f"{listing(self._unsorted)} (ranked by score, higher first, as trec_eval does)")
+        return found
