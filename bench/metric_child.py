@@ -56,7 +56,7 @@ def prepare(library: str, docs, scores, jq, jd, grades):
         qrels = Qrels(np.array(qids, dtype=object)[jq], doc_ids[jd], grades)
 
         def go():
-            table = evaluate(run, qrels, METRICS).per_query
+            table = evaluate(run, qrels, METRICS).per_question
             return {m: table[m].reindex(qids).to_numpy() for m in METRICS}
 
         return go

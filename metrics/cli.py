@@ -85,7 +85,7 @@ def _line(name: str, query: str, value: object) -> str:
 
 
 def report(
-    qrels: Qrels, run: Run, cols: Sequence[Column], per_query: bool = False, complete: bool = False, level: int = 1
+    qrels: Qrels, run: Run, cols: Sequence[Column], per_question: bool = False, complete: bool = False, level: int = 1
 ) -> tuple[list[str], list[str]]:
     """The output lines and the notes for stderr.
 
@@ -97,10 +97,10 @@ def report(
     specs = list(dict.fromkeys(c.spec for c in cols if c.spec is not None))
     settings = EvalSettings(level=level, missing="zero" if complete else "skip")
     ev = evaluate(run, qrels, specs, settings, query_ids=qrels.judged_queries())
-    if len(ev.per_query.index) == 0:
+    if len(ev.per_question.index) == 0:
         raise InputError("no query has both results and a relevant judgment" if not complete
                          else f"no query has a relevant judgment at level {level}")
-    queries = sorted(ev.per_query.index, key=lambda q: str(q).encode())
+    queries = sorted(ev.per_question.index, key=lambda q: str(q).encode())
     in_run = set(run.query_ids.tolist())
     left_out = [q for q in ev.without_judgments if complete or q in in_run]
     notes = []
@@ -116,10 +116,10 @@ def report(
             return len(rows)
         if col.spec is None:
             return int(ev.counts.loc[rows, col.family].sum())
-        return float(np.mean(ev.per_query.loc[rows, col.spec.name].to_numpy()))
+        return float(np.mean(ev.per_question.loc[rows, col.spec.name].to_numpy()))
 
     lines = []
-    if per_query:
+    if per_question:
         for q in queries:
             lines.extend(_line(c.name, q, value(c, [q])) for c in cols if c.family not in SUMMARY_ONLY)
     lines.extend(_line(c.name, "all", value(c, queries)) for c in cols)
@@ -139,7 +139,7 @@ def parser() -> argparse.ArgumentParser:
                    help="trec_eval name (map, recip_rank, P_5, P.5,10, recall.5,100, ndcg_cut, ndcg, success.1,5,10, "
                         "Rprec, num_q, num_ret, num_rel, num_rel_ret, runid, 'official', 'all_trec') or rankscope "
                         "name (ndcg@5, hit_rate@3, mrr); repeatable. Default: official")
-    p.add_argument("-q", dest="per_query", action="store_true", help="also print each query's values")
+    p.add_argument("-q", dest="per_question", action="store_true", help="also print each query's values")
     p.add_argument("-c", dest="complete", action="store_true",
                    help="average over every judged query: one missing from the run scores 0")
     p.add_argument("-l", dest="level", type=int, default=1, metavar="LEVEL",
@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             run = run.truncated(args.max_docs)
         if args.judged_only:
             run = judged_only(run, qrels)
-        lines, notes = report(qrels, run, cols, args.per_query, args.complete, args.level)
+        lines, notes = report(qrels, run, cols, args.per_question, args.complete, args.level)
     except InputError as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2

@@ -28,7 +28,7 @@ class EvalSettings:
 class Evaluation:
     """Per-question scores plus what was left out of the means and why."""
 
-    per_query: pd.DataFrame
+    per_question: pd.DataFrame
     metrics: list[MetricSpec]
     settings: EvalSettings
     without_judgments: list[str] = field(default_factory=list)
@@ -37,7 +37,7 @@ class Evaluation:
     counts: pd.DataFrame | None = None  # per question: num_ret, num_rel, num_rel_ret (trec_eval's counts)
 
     def means(self) -> pd.Series:
-        return self.per_query[[m.name for m in self.metrics]].mean()
+        return self.per_question[[m.name for m in self.metrics]].mean()
 
 
 def compute(judged: Judged, metrics: Sequence[MetricSpec], settings: EvalSettings) -> dict[str, np.ndarray]:
@@ -96,11 +96,11 @@ def evaluate(
         scored = [q for q in scored if q in in_run]
     judged = judge(run, qrels, scored)
     values = compute(judged, specs, settings)
-    per_query = pd.DataFrame(values, index=pd.Index(scored, name="query_id"))
+    per_question = pd.DataFrame(values, index=pd.Index(scored, name="query_id"))
     rel = judged.relevant(settings.level)
-    first = pd.Series(ranking.first_relevant_rank(rel), index=per_query.index, name="first_relevant_rank")
+    first = pd.Series(ranking.first_relevant_rank(rel), index=per_question.index, name="first_relevant_rank")
     counts = pd.DataFrame(
         {"num_ret": judged.lengths, "num_rel": judged.n_relevant(settings.level), "num_rel_ret": rel.count()},
-        index=per_query.index,
+        index=per_question.index,
     )
-    return Evaluation(per_query, list(specs), settings, without, missing, first, counts)
+    return Evaluation(per_question, list(specs), settings, without, missing, first, counts)

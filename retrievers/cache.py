@@ -55,7 +55,7 @@ def cache_root(configured: str | Path | None = None, base: Path | None = None) -
 
 
 @functools.lru_cache(maxsize=1)
-def code_version() -> str:
+def tokenizer_code_digest() -> str:
     """A digest of the code that turns texts into term counts (``retrievers/text.py``): editing it, in a checkout
     or by upgrading rankscope, invalidates every cached entry."""
     import retrievers.text
@@ -74,7 +74,7 @@ class TermCountCache:
     _memory: dict[str, TermCounts] = field(default_factory=dict)
 
     def key(self, corpus_digest: str, tokenizer: Tokenizer) -> str:
-        text = f"{FORMAT_VERSION}\0{code_version()}\0{corpus_digest}\0{tokenizer.digest}"
+        text = f"{FORMAT_VERSION}\0{tokenizer_code_digest()}\0{corpus_digest}\0{tokenizer.digest}"
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     def get(self, doc_ids: Sequence[str], texts: Sequence[str], tokenizer: Tokenizer, corpus_digest: str) -> TermCounts:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -16,24 +15,21 @@ from sklearn.preprocessing import normalize
 from retrievers.base import Documents, NotIndexedError, ScoringRetriever, counts_of
 from retrievers.text import TermCounts, Tokenizer
 
-# The TF-IDF weighting depends only on the term counts, not on ``dims``: one per counts object, shared by every
-# LSA indexed on it (a sweep over dims, a fusion's LSA component). Dropped with the counts.
-_TFIDF: dict[int, tuple[weakref.ref, TfidfTransformer, sp.csr_matrix]] = {}
 TFIDF_STATS: Counter = Counter()  # computed / reused
 
 
 def tfidf_of(terms: TermCounts) -> tuple[TfidfTransformer, sp.csr_matrix]:
-    """The fitted TF-IDF transformer and the documents' TF-IDF matrix for ``terms``, computed once."""
-    kept = _TFIDF.get(id(terms))
-    if kept is not None and kept[0]() is terms:
+    """The fitted TF-IDF transformer and the documents' TF-IDF matrix for ``terms``, computed once per counts
+    object: it depends only on the counts, not on ``dims``, so every LSA indexed on them (a sweep over dims, a
+    fusion's LSA component) shares it, and it goes when the counts go."""
+    kept = terms.derived.get("tfidf")
+    if kept is not None:
         TFIDF_STATS["reused"] += 1
-        return kept[1], kept[2]
+        return kept
     transformer = TfidfTransformer().fit(terms.counts)
-    matrix = transformer.transform(terms.counts)
-    key = id(terms)
-    _TFIDF[key] = (weakref.ref(terms, lambda _: _TFIDF.pop(key, None)), transformer, matrix)
+    terms.derived["tfidf"] = kept = (transformer, transformer.transform(terms.counts))
     TFIDF_STATS["computed"] += 1
-    return transformer, matrix
+    return kept
 
 
 @dataclass

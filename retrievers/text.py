@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
 from itertools import repeat
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -76,6 +77,8 @@ class TermCounts:
     doc_ids: np.ndarray
     vocab: np.ndarray
     counts: sp.csr_matrix
+    # what retrievers derive from these counts (LSA's TF-IDF), kept exactly as long as the counts are
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @cached_property
     def term_index(self) -> pd.Index:

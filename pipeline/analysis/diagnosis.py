@@ -88,7 +88,7 @@ def diagnose(
     tokenizer: Callable[[str], Sequence[str]] | None = None,
     settings: DiagnosisSettings | None = None,
 ) -> pd.DataFrame:
-    """One row per scored question (index ``query_id``, aligned with ``evaluation.per_query``).
+    """One row per scored question (index ``query_id``, aligned with ``evaluation.per_question``).
 
     Columns: ``question``, ``retrieved`` (ranking length), ``first_relevant_rank`` (0 = none in the ranking),
     ``rank`` (text: "2", "not retrieved", "beyond depth 10"), ``first_result`` ("" for an empty ranking),
@@ -104,7 +104,7 @@ def diagnose(
     tokenizer = tokenizer or Tokenizer()
     settings = settings or DiagnosisSettings()
     depth = settings.depth if settings.depth is not None else run.depth
-    query_ids = [str(q) for q in evaluation.per_query.index]
+    query_ids = [str(q) for q in evaluation.per_question.index]
     query_text = dict(zip(collection.query_ids, collection.query_texts))
     doc_text = dict(zip(collection.doc_ids, collection.doc_texts))
     relevant = _relevant_docs(collection, evaluation.settings.level)

@@ -28,10 +28,6 @@ def configure(quiet: bool, launcher: str | None = None) -> None:
     _enabled = not quiet and (launcher is None or launcher in IN_PROCESS_LAUNCHERS)
 
 
-def enabled() -> bool:
-    return _enabled
-
-
 def bar(total: float | None, desc: str, unit: str = "it", unit_scale: bool = False) -> tqdm:
     """A delayed bar; ``disable=None`` lets tqdm stay silent when stderr is not a terminal."""
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit_scale, delay=DELAY, leave=False,

@@ -82,7 +82,7 @@ def diagnose_job(result: JobResult, plan: JobPlan) -> JobDiagnosis:
     result.extra_metrics.update(failure_metrics(table))
     metric = plan.histogram_metric
     figures = {
-        f"{parse_metric(metric).mlflow_key}_histogram": metric_histogram(result.evaluation.per_query[metric], metric,
+        f"{parse_metric(metric).mlflow_key}_histogram": metric_histogram(result.evaluation.per_question[metric], metric,
                                                                          result.system),
         "failure_classes": failure_bars(failure_counts(table), result.system, len(table)),
     }

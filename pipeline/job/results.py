@@ -59,7 +59,7 @@ class JobResult:
             out[f"{spec.mlflow_key}/ci_low"] = interval.low
             out[f"{spec.mlflow_key}/ci_high"] = interval.high
         evaluation = self.evaluation
-        out["queries/evaluated"] = len(evaluation.per_query)
+        out["queries/evaluated"] = len(evaluation.per_question)
         out["queries/without_judgments"] = len(evaluation.without_judgments)
         out["queries/missing_from_run"] = len(evaluation.missing_from_run)
         out["queries/no_results"] = int((self.table["retrieved"] == 0).sum())
@@ -80,7 +80,7 @@ class JobResult:
 def score(run: Run, collection: Collection, plan: MetricPlan) -> Evaluation:
     """Every metric of the plan, per question; an InputError when no question can be scored."""
     evaluation = evaluate(run, collection.qrels, plan.specs, plan.settings, query_ids=collection.query_ids)
-    if evaluation.per_query.empty:
+    if evaluation.per_question.empty:
         raise InputError(f"no question of {collection.name} has a judgment at or above relevance level "
                          f"{plan.settings.level}: nothing to evaluate")
     return evaluation
@@ -89,7 +89,7 @@ def score(run: Run, collection: Collection, plan: MetricPlan) -> Evaluation:
 def bootstrap(evaluation: Evaluation, plan: MetricPlan) -> dict[str, Interval]:
     """Each metric's mean with its bootstrap interval over questions (one set of resamples for every metric)."""
     names = [s.name for s in plan.specs]
-    values = evaluation.per_query[names].to_numpy(dtype=np.float64)
+    values = evaluation.per_question[names].to_numpy(dtype=np.float64)
     with progress.ticker(plan.resamples, "bootstrap", "resample", unit_scale=True) as tick:
         found = bootstrap_ci(values, plan.resamples, plan.seed, plan.confidence, plan.method, progress=tick)
     return dict(zip(names, found))
@@ -98,8 +98,8 @@ def bootstrap(evaluation: Evaluation, plan: MetricPlan) -> dict[str, Interval]:
 def per_question_table(collection: Collection, run: Run, evaluation: Evaluation) -> pd.DataFrame:
     """One row per evaluated question: id, text, every metric, rank of the first relevant document (empty
     when none was retrieved), how many documents were retrieved and the top document ids."""
-    per_query = evaluation.per_query
-    ids = per_query.index.tolist()
+    per_question = evaluation.per_question
+    ids = per_question.index.tolist()
     texts = dict(zip(collection.query_ids, collection.query_texts))
     rows = pd.Index(run.query_ids).get_indexer(ids) if len(run.query_ids) else np.full(len(ids), -1)
     shown = run.docs[:, :TOP_SHOWN] if len(run.query_ids) else np.zeros((0, 0), dtype=np.int64)
@@ -114,8 +114,8 @@ def per_question_table(collection: Collection, run: Run, evaluation: Evaluation)
         lengths.append(int(run.lengths[row]))
     first = evaluation.first_relevant_rank.reindex(ids).to_numpy()
     table = pd.DataFrame({"query_id": ids, "question": [texts.get(q, "") for q in ids]})
-    for column in per_query.columns:
-        table[column] = per_query[column].to_numpy()
+    for column in per_question.columns:
+        table[column] = per_question[column].to_numpy()
     table["first_relevant_rank"] = pd.Series(first, dtype="Int64").where(lambda r: r > 0).to_numpy()  # 0: none
     table["retrieved"] = lengths
     table[f"top_{TOP_SHOWN}"] = tops

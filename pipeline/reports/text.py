@@ -26,7 +26,7 @@ def job_text(result: Measured) -> str:
     """Each metric's mean with its bootstrap interval, under a line saying what was measured."""
     c, e = result.collection, result.evaluation
     level = int(result.plan.settings.level)
-    head = (f"{result.system} on {c.name} ({c.split}): {len(e.per_query)} questions evaluated, "
+    head = (f"{result.system} on {c.name} ({c.split}): {len(e.per_question)} questions evaluated, "
             f"{len(e.without_judgments)} without a judgment >= {level}, {len(c.doc_ids)} documents")
     confidence = f"{result.plan.confidence:.0%}"
     rows = [(name, f"{iv.mean:.3f}", f"[{iv.low:.3f}, {iv.high:.3f}]") for name, iv in result.intervals.items()]

@@ -210,7 +210,7 @@ def _gains(done: list[Evaluated], plan: MetricPlan) -> dict[str, pd.DataFrame]:
         tuned, untuned = _get(done, "tuned", role), _get(done, "untuned", role)
         if tuned is None or untuned is None:
             continue
-        a, b = untuned.outcome.result.evaluation.per_query, tuned.outcome.result.evaluation.per_query
+        a, b = untuned.outcome.result.evaluation.per_question, tuned.outcome.result.evaluation.per_question
         out[role] = compare(a, b, names, plan.confidence, plan.resamples, seed=plan.seed).table
     return out
 
@@ -223,7 +223,7 @@ def tuning_report(title: str, plan: MetricPlan, trials: list[SystemRun], best: B
     c = tuned_here.outcome.result.collection
     finished = [t for t in trials if t.finished]
     parts = [f"== {title}: {len(finished)} of {len(trials)} trials finished; objective {primary.name} on "
-             f"{c.name}/{c.split} ({len(tuned_here.outcome.result.evaluation.per_query)} questions)"]
+             f"{c.name}/{c.split} ({len(tuned_here.outcome.result.evaluation.per_question)} questions)"]
     level = f"{plan.confidence:.0%}"
     ranked = sorted(finished, key=lambda t: (-t.metrics.get(primary.mlflow_key, float("-inf")), t.job))
     rows = [("trial", "system", primary.name, f"{level} interval")]

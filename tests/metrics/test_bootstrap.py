@@ -26,7 +26,7 @@ def test_spec_paired_bootstrap_bm25_minus_lsa_on_the_helpdesk():
     for retriever in (BM25(), LSA()):
         run = retriever.index(collection).rank(collection.query_ids, collection.query_texts, depth=100)
         ev = evaluate(run, collection.qrels, ["ndcg@5"], query_ids=collection.query_ids)
-        per_question[retriever.name] = ev.per_query["ndcg@5"]
+        per_question[retriever.name] = ev.per_question["ndcg@5"]
     bm25, lsa = per_question["bm25"], per_question["lsa"].loc[per_question["bm25"].index]
     assert len(bm25) == 14
     [interval] = paired_difference(bm25.to_numpy(), lsa.to_numpy())

@@ -53,7 +53,7 @@ def test_lines_are_name_padded_to_22_then_query_then_value(capsys, files):
     assert out == ["num_q                 \tall\t2", "recip_rank            \tall\t0.5000"]
 
 
-def test_per_query_lines_come_first_in_query_order_then_all(capsys, files):
+def test_per_question_lines_come_first_in_query_order_then_all(capsys, files):
     _, out, _ = cli(capsys, "-q", "-m", "P.1,2", *files)
     assert [line.split("\t") for line in out] == [
         ["P_1" + " " * 19, "q1", "0.0000"], ["P_2" + " " * 19, "q1", "0.5000"],

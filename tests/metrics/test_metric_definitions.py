@@ -17,7 +17,7 @@ JUDGMENTS = {"a": 2, "b": 1, "c": 1}
 def scores_of(ranking: list[str], judgments: dict[str, int], metrics: list[str], **settings) -> dict[str, float]:
     run = Run.from_rankings({"q": [(d, float(len(ranking) - i)) for i, d in enumerate(ranking)]})
     ev = evaluate(run, Qrels.from_dict({"q": judgments}), metrics, EvalSettings(**settings))
-    return ev.per_query.loc["q"].to_dict()
+    return ev.per_question.loc["q"].to_dict()
 
 
 SPEC_METRICS = ["hit_rate@3", "recall@5", "mrr", "ndcg@5"]
@@ -163,12 +163,12 @@ def test_every_metric_matches_its_reference_on_random_rankings(level, gain):
     run = Run.from_rankings({q: [(d, float(-j)) for j, d in enumerate(r)] for q, r in rankings.items()})
     ev = evaluate(run, Qrels.from_dict(judgments), ALL_METRICS, EvalSettings(level=level, gain=gain))
     scored = [q for q in judgments if ref_relevant(judgments[q], level)]
-    assert list(ev.per_query.index) == scored
+    assert list(ev.per_question.index) == scored
     assert len(scored) > 100
     for q in scored:
         for name in ALL_METRICS:
             want = reference(name, rankings[q], judgments[q], level, gain)
-            assert ev.per_query.loc[q, name] == pytest.approx(want, abs=1e-12), (q, name)
+            assert ev.per_question.loc[q, name] == pytest.approx(want, abs=1e-12), (q, name)
 
 
 def test_first_relevant_rank_and_counts():
@@ -196,27 +196,27 @@ RUN = Run.from_rankings({
 
 def test_a_question_without_relevant_judgment_is_left_out_of_the_means_and_listed():
     ev = evaluate(RUN, QRELS, ["mrr"])
-    assert "only_nonrel" not in ev.per_query.index
+    assert "only_nonrel" not in ev.per_question.index
     assert "only_nonrel" in ev.without_judgments
     assert "unjudged" in ev.without_judgments  # in the run, never judged
 
 
 def test_a_judged_question_missing_from_the_run_scores_zero():
     ev = evaluate(RUN, QRELS, ["mrr", "ndcg@5", "recall@5"])
-    assert ev.per_query.loc["missing"].tolist() == [0.0, 0.0, 0.0]
+    assert ev.per_question.loc["missing"].tolist() == [0.0, 0.0, 0.0]
     assert ev.missing_from_run == ["missing"]
     assert ev.means()["mrr"] == pytest.approx((1 + 0 + 1) / 3)
 
 
 def test_missing_skip_leaves_a_judged_question_missing_from_the_run_out():
     ev = evaluate(RUN, QRELS, ["mrr"], EvalSettings(missing="skip"))
-    assert list(ev.per_query.index) == ["has_rel", "graded"]
+    assert list(ev.per_question.index) == ["has_rel", "graded"]
     assert ev.missing_from_run == ["missing"]
 
 
 def test_the_relevance_level_decides_relevance_but_ndcg_keeps_graded_gains():
-    level1 = evaluate(RUN, QRELS, ["mrr", "ndcg@5"], EvalSettings(level=1)).per_query
-    level2 = evaluate(RUN, QRELS, ["mrr", "ndcg@5"], EvalSettings(level=2)).per_query
+    level1 = evaluate(RUN, QRELS, ["mrr", "ndcg@5"], EvalSettings(level=1)).per_question
+    level2 = evaluate(RUN, QRELS, ["mrr", "ndcg@5"], EvalSettings(level=2)).per_question
     assert list(level2.index) == ["missing", "graded"]  # has_rel's only judgment is a 1
     assert level1.loc["graded", "mrr"] == 1.0
     assert level2.loc["graded", "mrr"] == 0.5  # a (grade 1) no longer counts as relevant

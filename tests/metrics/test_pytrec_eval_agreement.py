@@ -58,14 +58,14 @@ def compare(seed: int, judged_docs_only: bool) -> int:
         run = judged_only(run, qrels)
     ev = evaluate(run, qrels, list(NAMES.values()), EvalSettings(level=level, missing="skip"),
                   query_ids=qrels.judged_queries())
-    ours = set(ev.per_query.index)
+    ours = set(ev.per_question.index)
     without_relevant = {q for q, j in qrels_dict.items() if not any(g >= level for g in j.values())}
     assert set(theirs) - ours == without_relevant & set(theirs), seed
     assert ours <= set(theirs), seed
     for q in ours:
         for trec_name, spec in NAMES.items():
             # to the last bit: same rank-by-rank sums and C's log2 as trec_eval
-            assert ev.per_query.loc[q, spec.name] == theirs[q][trec_name], (seed, q, trec_name)
+            assert ev.per_question.loc[q, spec.name] == theirs[q][trec_name], (seed, q, trec_name)
         for name in COUNTS:
             assert ev.counts.loc[q, name] == theirs[q][name], (seed, q, name)
     return len(ours)

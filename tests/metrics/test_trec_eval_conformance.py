@@ -69,14 +69,14 @@ def test_the_data_is_there():
 
 @pytest.mark.parametrize("case", CASES)
 def test_the_same_queries_are_scored(case):
-    assert sorted(ours(case).per_query.index) == expected_queries(case)
+    assert sorted(ours(case).per_question.index) == expected_queries(case)
 
 
 @pytest.mark.parametrize("measure", MEASURES)
 @pytest.mark.parametrize("case", CASES)
 def test_each_query_agrees_to_four_decimals(case, measure):
-    per_query = ours(case).per_query[spec_name(measure)]
-    got = {q: f"{v:.4f}" for q, v in per_query.items()}
+    per_question = ours(case).per_question[spec_name(measure)]
+    got = {q: f"{v:.4f}" for q, v in per_question.items()}
     want = {q: expected(case)[measure, q] for q in expected_queries(case)}
     assert got == want
 
@@ -88,7 +88,7 @@ def test_the_mean_over_queries_agrees_to_four_decimals(case, measure):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_document_counts_agree_per_query_and_summed(case):
+def test_document_counts_agree_per_question_and_summed(case):
     counts = ours(case).counts
     for name in COUNTS:
         assert {q: str(int(v)) for q, v in counts[name].items()} == {
@@ -134,8 +134,8 @@ def test_the_command_line_prints_trec_eval_lines_verbatim_and_in_order(case):
     assert -1 not in positions, [line for line, p in zip(printed, positions) if p < 0][:5]
     assert positions == sorted(positions)
     n_queries = len(expected_queries(case))
-    per_query = 3 + 1 + 1 + 1 + 9 + 9 + 1 + 9 + 3  # counts, map, Rprec, recip_rank, P, recall, ndcg, ndcg_cut, success
-    assert len(printed) == n_queries * per_query + per_query + 2  # + runid and num_q in the summary
+    lines = 3 + 1 + 1 + 1 + 9 + 9 + 1 + 9 + 3  # counts, map, Rprec, recip_rank, P, recall, ndcg, ndcg_cut, success
+    assert len(printed) == n_queries * lines + lines + 2  # + runid and num_q in the summary
 
 
 def test_the_default_output_is_trec_eval_default_output_less_what_rankscope_does_not_compute():

@@ -91,7 +91,7 @@ def test_a_change_to_the_tokenising_code_changes_every_key(monkeypatch):
     import retrievers.cache as cache_module
 
     before = TermCountCache().key("corpus", Tokenizer())
-    monkeypatch.setattr(cache_module, "code_version", lambda: "edited")
+    monkeypatch.setattr(cache_module, "tokenizer_code_digest", lambda: "edited")
     assert TermCountCache().key("corpus", Tokenizer()) != before
 
 

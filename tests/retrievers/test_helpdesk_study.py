@@ -57,5 +57,5 @@ def test_q02_retrieves_nothing(system, runs):
 
 def test_every_question_is_scored_and_none_left_out(helpdesk_collection, runs):
     ev = evaluate(runs["BM25"], helpdesk_collection.qrels, "mrr")
-    assert len(ev.per_query) == 14
+    assert len(ev.per_question) == 14
     assert ev.without_judgments == [] and ev.missing_from_run == []

@@ -12,8 +12,8 @@ def test_a_written_run_evaluates_like_the_original(tmp_path, helpdesk_collection
     run = BM25().index(c).rank(c.query_ids, c.query_texts, 100)
     path = write_trec_run(run, tmp_path / "bm25.run")
     served = RunFile(path=path).index(c).rank(c.query_ids, c.query_texts, 100)
-    a = evaluate(run, c.qrels, "ndcg@5,mrr").per_query
-    b = evaluate(served, c.qrels, "ndcg@5,mrr").per_query
+    a = evaluate(run, c.qrels, "ndcg@5,mrr").per_question
+    b = evaluate(served, c.qrels, "ndcg@5,mrr").per_question
     assert a.equals(b)
 
 

@@ -64,11 +64,11 @@ def sweep(helpdesk_collection, helpdesk_runs):
     rows, ranks, ndcg, diagnoses = [], {}, {}, {}
     for name, run in helpdesk_runs.items():
         evaluation = evaluate(run, c.qrels, METRICS)
-        for metric, interval in zip(METRICS, bootstrap_ci(evaluation.per_query[METRICS].to_numpy())):
+        for metric, interval in zip(METRICS, bootstrap_ci(evaluation.per_question[METRICS].to_numpy())):
             rows.append({"system": name, "metric": metric, "mean": interval.mean, "ci_low": interval.low,
                          "ci_high": interval.high})
         ranks[name] = evaluation.first_relevant_rank
-        ndcg[name] = evaluation.per_query["ndcg@5"]
+        ndcg[name] = evaluation.per_question["ndcg@5"]
         diagnoses[name] = diagnose(c, run, evaluation)
     summary, ranks, ndcg = pd.DataFrame(rows), pd.DataFrame(ranks), pd.DataFrame(ndcg)
     figures = {

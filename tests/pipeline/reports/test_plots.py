@@ -44,7 +44,7 @@ def ndcg(helpdesk_collection):
     columns = {}
     for name, retriever in (("BM25", BM25()), ("LSA", LSA())):
         run = retriever.index(c).rank(c.query_ids, c.query_texts, 100)
-        columns[name] = evaluate(run, c.qrels, ["ndcg@5"]).per_query["ndcg@5"]
+        columns[name] = evaluate(run, c.qrels, ["ndcg@5"]).per_question["ndcg@5"]
     return pd.DataFrame(columns)
 
 

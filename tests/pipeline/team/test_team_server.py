@@ -51,7 +51,7 @@ CLIENT = textwrap.dedent(
         for step, value in enumerate(payload["history"]):
             mlflow.log_metric("loss", value, step=step)
         mlflow.log_metrics(payload["metrics"])
-        mlflow.log_table(payload["table"], artifact_file="per_query.json")
+        mlflow.log_table(payload["table"], artifact_file="per_question.json")
         note = pathlib.Path(payload["name"] + ".txt")
         note.write_text(payload["note"], encoding="utf-8")
         mlflow.log_artifact(str(note), artifact_path="notes")
@@ -149,15 +149,15 @@ def test_parallel_clients_runs_all_read_back_through_the_server(team, sweep, tmp
         assert [m.value for m in history] == sent["history"]
 
         assert run.info.artifact_uri.startswith("mlflow-artifacts:"), "artifacts must go through the server"
-        assert {a.path for a in client.list_artifacts(run_id)} == {"per_query.json", "notes"}
+        assert {a.path for a in client.list_artifacts(run_id)} == {"per_question.json", "notes"}
         note = Path(client.download_artifacts(run_id, f"notes/{sent['name']}.txt", str(tmp_path)))
         assert note.read_text(encoding="utf-8") == sent["note"]
         # log_table's JSON (split orientation), read directly: MlflowClient.load_table searches through the
         # process-wide tracking URI, not the client's, so it would look in the wrong store here.
-        logged = json.loads(Path(client.download_artifacts(run_id, "per_query.json", str(tmp_path))).read_text())
+        logged = json.loads(Path(client.download_artifacts(run_id, "per_question.json", str(tmp_path))).read_text())
         columns = {name: [row[i] for row in logged["data"]] for i, name in enumerate(logged["columns"])}
         assert columns == sent["table"]
-        assert {"path": "per_query.json", "type": "table"} in json.loads(run.data.tags["mlflow.loggedArtifacts"])
+        assert {"path": "per_question.json", "type": "table"} in json.loads(run.data.tags["mlflow.loggedArtifacts"])
 
 
 @pytest.mark.slow

@@ -10,8 +10,8 @@ import pytest
 from mlflow import MlflowClient
 
 from pipeline.common.names import PER_QUESTION_TABLE, TAG_CODE_VERSION, TAG_CONFIG_DIGEST, TAG_CORPUS_DIGEST, TAG_KIND
-from pipeline.sync import main as sync_main
 from pipeline.config.plan import config_digest
+from pipeline.sync import main as sync_main
 from pipeline.tracking.records import JobRecord, pending_records, publish, read_table, save_table
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.store import Store, StoreUnavailable
