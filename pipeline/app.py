@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import signal
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -21,9 +20,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from pipeline.common import progress
-from pipeline.common.names import PROG, TAG_KIND
-from pipeline.common.redact import one_line, redact_log_records, redact_std_streams
+from pipeline.common import commands, interrupts, progress
+from pipeline.common.names import MULTIRUN_CONFIG, PROG, TAG_KIND
+from pipeline.common.redact import mask_yaml_file, one_line, redact_log_records, redact_std_streams
 from pipeline.config import schema
 from pipeline.config.paths import CONF_DIR
 from pipeline.job.context import JobContext
@@ -53,6 +52,15 @@ def unescape(override: str) -> str:
     return re.sub(r"\\(.)", r"\1", override)
 
 
+def mask_hydra_files(hydra_dir: Path, multirun_file: Path | None) -> None:
+    """Hydra writes the job's config, its own config and the overrides (``.hydra/*.yaml``) and the sweep's
+    ``multirun.yaml`` before any rankscope code runs; secrets given on the command line (``+tags.api_key=...``, a
+    password in ``tracking.uri``) are masked in them here, first thing, as everywhere else rankscope writes."""
+    for path in [*sorted(hydra_dir.glob("*.yaml")), *([multirun_file] if multirun_file else [])]:
+        if path.is_file():
+            mask_yaml_file(path)
+
+
 def task(cfg: DictConfig) -> str | float | None:
     """One Hydra job. A single run that fails on bad input exits with status 1 after its one-line reason.
 
@@ -62,6 +70,8 @@ def task(cfg: DictConfig) -> str | float | None:
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     launch_dir = Path(hydra_cfg.runtime.cwd)
+    mask_hydra_files(Path(hydra_cfg.runtime.output_dir) / str(hydra_cfg.output_subdir or ".hydra"),
+                     (launch_dir / hydra_cfg.sweep.dir).resolve() / MULTIRUN_CONFIG if multirun else None)
     ctx = JobContext(
         launch_dir=launch_dir,
         output_dir=Path(hydra_cfg.runtime.output_dir),
@@ -71,6 +81,8 @@ def task(cfg: DictConfig) -> str | float | None:
         choices={str(k): str(v) for k, v in hydra_cfg.runtime.choices.items() if v is not None},
     )
     progress.configure(bool(cfg.get("quiet", False)), ctx.choices.get("hydra/launcher", "basic"))
+    if not multirun:
+        interrupts.watch(output_dir=ctx.output_dir)
     tuning = multirun and is_tuning(hydra_cfg)
     try:
         outcome = execute_job(cfg, ctx, tags={TAG_KIND: "trial"} if tuning else None, report=not tuning)
@@ -93,8 +105,34 @@ def task(cfg: DictConfig) -> str | float | None:
 _hydra_main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(task)
 
 
-def _terminated(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+def interrupted(exc: KeyboardInterrupt) -> None:
+    """One line: what was saved and how to go on; then exit 130 (Ctrl-C) or 143 (SIGTERM). The sweep's exit
+    handler closes its runs FAILED after this; a second Ctrl-C no longer interrupts that."""
+    interrupts.shielded()
+    code, word = interrupts.status(exc)
+    print(f"{PROG}: stopped by {word}: {saved()}", file=sys.stderr, flush=True)
+    sys.exit(code)
+
+
+def saved() -> str:
+    """What an interrupted command leaves behind, and the command that goes on from there."""
+    watched = interrupts.WATCHED
+    if watched.sweep_dir is not None:
+        from pipeline.sweep.resume import sweep_state
+
+        state = sweep_state(watched.sweep_dir)
+        return (f"{state.counts()} (in {watched.sweep_dir}); the runs still open are closed FAILED. Resume with: "
+                f"{commands.line(watched.resume)}")
+    if watched.output_dir is not None:
+        from pipeline.tracking.records import JobRecord
+
+        record = JobRecord.load(watched.output_dir)
+        if record is not None and record.pending:
+            return (f"the results were saved in {watched.output_dir} but not logged; log them with: "
+                    f"{commands.line(commands.module('pipeline.sync', str(watched.output_dir)))}")
+        if record is not None:
+            return f"the run was logged ({record.run_id}) before the stop"
+    return "the job had not finished: nothing was saved or logged; run the command again"
 
 
 def main() -> None:
@@ -104,13 +142,15 @@ def main() -> None:
     Hydra, MLflow or a traceback, passes through the secret redaction first.
     """
     redact_std_streams()
-    signal.signal(signal.SIGTERM, _terminated)  # cron, systemd, CI: close runs as on Ctrl-C, then exit 143
+    interrupts.install()  # cron, systemd, CI: SIGTERM stops the command as Ctrl-C does, then exit 143
     if os.environ.get("HYDRA_FULL_ERROR"):
         _hydra_main()
         return
     os.environ["HYDRA_FULL_ERROR"] = "1"  # let Hydra raise, so the error can be told in one line here
     try:
         _hydra_main()
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM
+        interrupted(exc)
     except (HydraException, OmegaConfBaseException) as exc:
         reason = one_line(exc)
         if "Could not find 'hydra/sweeper/optuna'" in reason:

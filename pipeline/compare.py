@@ -79,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         client, experiment_id = Store.existing(uri, args.experiment)
         baseline = load_side(client, resolve(client, experiment_id, args.baseline))
         candidate = load_side(client, resolve(client, experiment_id, args.candidate))
+        if baseline.run_id == candidate.run_id:
+            raise InputError(f"warning: {args.baseline!r} and {args.candidate!r} name the same run "
+                             f"({describe(candidate.run)}): nothing compared, nothing recorded")
         warnings = check_comparable(baseline, candidate, args.allow_different_corpus)
         metrics = shared_metrics(baseline, candidate, parse_list(args.metrics))
         comparison = compare_sides(baseline, candidate, metrics, args.confidence, args.resamples, args.permutations,

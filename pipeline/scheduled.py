@@ -20,6 +20,7 @@ import argparse
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ EXIT_ERROR = 2
 def sweep_command(name: str, day: str, sweep_dir: Path, gate: str, overrides: Sequence[str]) -> list[str]:
     """The ``python -m pipeline`` command a schedule runs."""
     command = [sys.executable, "-m", "pipeline", "-m", f"experiment={name}", f"hydra.sweep.dir={sweep_dir}",
-               f"++tags.schedule={name}", f"++tags.schedule_date={day}"]
+               f"++tags.schedule={name}", f"++tags.schedule_date={day}"]  # this interpreter: it has rankscope
     if gate != "none":
         command.append(f"gate={gate}")
     return command + list(overrides)
@@ -47,14 +48,21 @@ def summary(name: str, day: str, sweep_dir: Path, status: int) -> str:
     """At most a screen: outcome, where, each system's means (first 10), the gate's line, the parent run."""
     gate_file = sweep_dir / GATE_FILE
     gate = gate_file.read_text(encoding="utf-8").strip() if gate_file.is_file() else "not run"
+    started = (sweep_dir / HANDOFF_FILE).is_file()  # the sweep's driver got as far as opening its parent run
     if status == 0:
         word = "OK"
+    elif not started:
+        word = "NOT STARTED (the sweep stopped before any job ran: the reason is above)"
     elif status == 1:
         word = "REGRESSION" if gate.startswith("REGRESSION") else "FAILED (a job failed or was not logged)"
+    elif status in (130, 143):
+        word = "INTERRUPTED (resume: run the same command again the same day)"
     else:
         word = "GATE COULD NOT DECIDE" if status == EXIT_ERROR else "FAILED"
-    lines = [f"rankscope scheduled sweep {name!r} for {day}: {word} (exit status {status})",
-             f"folder  {sweep_dir}", ""]
+    lines = [f"rankscope scheduled sweep {name!r} for {day}: {word} (exit status {status})"]
+    if not started:
+        return lines[0]
+    lines += [f"folder  {sweep_dir}", ""]
     systems = sweep_dir / SYSTEMS_FILE
     if systems.is_file():
         with systems.open(encoding="utf-8") as handle:
@@ -84,6 +92,20 @@ def _three_places(value: str) -> str:
         return value
 
 
+def run_sweep(command: list[str]) -> int:
+    """Run the sweep and return its exit status. SIGTERM is passed on to it (it closes its runs and says what it
+    saved); Ctrl-C reaches it anyway (same terminal), so this process only waits for it."""
+    process = subprocess.Popen(command)
+    signal.signal(signal.SIGTERM, lambda signum, frame: process.send_signal(signum))
+    while True:
+        try:
+            code = process.wait()
+            break
+        except KeyboardInterrupt:
+            continue
+    return code if code >= 0 else 128 - code  # killed by a signal: 128 + its number, as a shell says
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m pipeline.scheduled", description=__doc__.split("\n\n")[0])
     p.add_argument("name", help="the experiment to run: conf/experiment/NAME.yaml")
@@ -92,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--root", type=Path, default=None, help=f"where sweep folders go (default: ${ROOT_VARIABLE}, "
                                                             "else multirun/scheduled)")
     p.add_argument("--gate", default="default", help="conf/gate/ entry, or 'none' for no gate")
-    args = p.parse_args(argv)
+    args = p.parse_intermixed_args(argv)  # overrides may come before or after the options
     if not (CONF_DIR / "experiment" / f"{args.name}.yaml").is_file():
         known = ", ".join(sorted(f.stem for f in (CONF_DIR / "experiment").glob("*.yaml")))
         print(f"rankscope scheduled: no experiment {args.name!r} (conf/experiment/ has: {known})", file=sys.stderr)
@@ -108,8 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = args.root or Path(os.environ.get(ROOT_VARIABLE) or Path.cwd() / "multirun" / "scheduled")
     sweep_dir = (root / args.name / day).resolve()
     print(f"rankscope scheduled: {args.name} for {day} in {sweep_dir}", flush=True)
-    done = subprocess.run(sweep_command(args.name, day, sweep_dir, args.gate, args.overrides), check=False)
-    status = done.returncode if done.returncode >= 0 else 1  # killed by a signal: a failure
+    status = run_sweep(sweep_command(args.name, day, sweep_dir, args.gate, args.overrides))
     text = summary(args.name, day, sweep_dir, status)
     if sweep_dir.is_dir():
         (sweep_dir / SCHEDULE_FILE).write_text(text + "\n", encoding="utf-8")

@@ -56,16 +56,18 @@ def _raise_interrupt(signum, frame) -> None:
 
 
 def _announce(server: Any, backend: str, exposed: bool) -> None:
+    """Where the server is, as clients on this machine and (exposed) on others type it: an address, not a host
+    name that other machines may not resolve."""
     from pipeline.common.redact import redact_text
-    from pipeline.team.tracking_server import machine_names
+    from pipeline.team.tracking_server import interface_addresses
 
     artifacts = server.settings.artifacts_destination
     print(f"MLflow tracking server ready (backend {redact_text(backend)}, artifacts {artifacts}).")
     print("On clients set:")
     print(f"  export MLFLOW_TRACKING_URI={server.uri}      # or tracking.uri={server.uri}")
     if exposed:
-        for name in machine_names():
-            print(f"  export MLFLOW_TRACKING_URI=http://{name}:{server.port}   # from other machines")
+        for address in interface_addresses():
+            print(f"  export MLFLOW_TRACKING_URI=http://{address}:{server.port}   # from other machines")
     print("Stop with Ctrl-C.", flush=True)
 
 

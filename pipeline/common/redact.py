@@ -7,9 +7,11 @@ otherwise be copied verbatim into MLflow, where anyone who can read the experime
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, TextIO
 
 MASK = "***"
@@ -90,6 +92,21 @@ def redact_tree(tree: Any, path: str = "") -> Any:
     if isinstance(tree, list | tuple):
         return [redact_tree(v, path) for v in tree]
     return redact_value(path, tree)
+
+
+def mask_yaml_file(path: Path) -> bool:
+    """Rewrite a YAML file (a config, a list of overrides) with its secrets masked, atomically; True if it changed."""
+    import yaml
+
+    text = path.read_text(encoding="utf-8")
+    tree = yaml.safe_load(text)
+    masked = redact_tree(tree) if isinstance(tree, Mapping) else [redact_text(str(v)) for v in tree or []]
+    if masked == tree:
+        return False
+    temporary = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    temporary.write_text(yaml.safe_dump(masked, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    temporary.replace(path)
+    return True
 
 
 def one_line(exc: BaseException) -> str:

@@ -93,6 +93,9 @@ def run_gate(client: MlflowClient, experiment_id: str | None, candidate: Run, se
             promote(client, candidate, (key, value))
             return GateOutcome(EXIT_PASS, f"PASS: no baseline yet (no run has {key}={value}): "
                                           f"{describe(candidate)} is now the baseline")
+        if baseline_run.info.run_id == candidate.info.run_id:  # the baseline cannot regress against itself
+            return GateOutcome(EXIT_PASS, f"PASS (warning: the candidate is the baseline itself, "
+                                          f"{describe(candidate)}: nothing compared, nothing recorded)")
         baseline, side = load_side(client, baseline_run), load_side(client, candidate)
         check_comparable(baseline, side, bool(settings.allow_different_corpus))
         metrics = shared_metrics(baseline, side, metrics)

@@ -7,6 +7,7 @@ A file rather than an environment variable, so it also records where the sweep's
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,8 @@ class SweepHandle:
     experiment_id: str
     parent_run_id: str
     varying: list[str]  # override keys swept over ('retriever', 'retriever.k1', ...): they name the systems
+    points: list[list[str]] | None = None  # each job's overrides, in job order (None: an optimiser decides them)
+    resume: list[str] = field(default_factory=list)  # the command that runs the sweep again in its folder
 
     def write(self, sweep_dir: Path) -> Path:
         return write_json(sweep_dir / HANDOFF_FILE, asdict(self))
@@ -42,7 +45,12 @@ class SweepHandle:
         data = read_json(sweep_dir / HANDOFF_FILE)
         if data is None:
             return None
-        return cls(str(data["experiment_id"]), str(data["parent_run_id"]), list(data["varying"]))
+        return cls(str(data["experiment_id"]), str(data["parent_run_id"]), list(data["varying"]),
+                   data.get("points"), list(data.get("resume") or []))
+
+    def resume_command(self) -> str:
+        """The resume command as one line a shell reads back (arguments quoted where needed)."""
+        return shlex.join(self.resume)
 
 
 def system_name(retriever_name: str, overrides: list[str], varying: list[str]) -> str:

@@ -27,7 +27,7 @@ from omegaconf import DictConfig, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from metrics.errors import InputError
-from pipeline.common import progress
+from pipeline.common import commands, interrupts, progress
 from pipeline.common.names import KIND_SWEEP, PROG, TAG_KIND, TAG_LAUNCHER, TAG_OVERRIDES, TAG_SWEEP_DIR
 from pipeline.common.redact import one_line, redact_text
 from pipeline.config.hydra_internals import (
@@ -111,8 +111,15 @@ class MlflowSweep(Callback):
         if resumed:
             print(f"{PROG}: resuming the sweep in {sweep_dir} (parent run {self.parent.run_id}): jobs already "
                   f"logged are skipped", flush=True)
-        self.handle = SweepHandle(experiment_id, self.parent.run_id, varying)
+        hydra_args = [o for o in config.hydra.overrides.hydra if not str(o).startswith(("hydra.sweep.dir=",
+                                                                                             "hydra.mode="))]
+        resume = commands.module("pipeline", "-m", *map(str, hydra_args), *map(str, config.hydra.overrides.task),
+                                 f"hydra.sweep.dir={sweep_dir}")
+        resume = [redact_text(arg) for arg in resume]  # a secret given on the command line is typed again
+        points = None if jobs is None else [[redact_text(o) for o in job] for job in jobs]
+        self.handle = SweepHandle(experiment_id, self.parent.run_id, varying, points, resume)
         self.handle.write(sweep_dir)
+        interrupts.watch(sweep_dir=sweep_dir, resume=resume)
         self.sweep_dir = sweep_dir
         self.uri = uri
         self.title = f"{'Tuning' if self.tuning else 'Sweep'} {name}"
@@ -149,8 +156,10 @@ class MlflowSweep(Callback):
             sys.exit(status)
 
     def _abandoned(self) -> None:
-        """At exit, a sweep that never reached its end: its parent and any child left RUNNING are closed FAILED."""
+        """At exit, a sweep that never reached its end: its parent and any child left RUNNING are closed FAILED
+        (Ctrl-C and SIGTERM no longer interrupt this)."""
         if self.parent is not None and self.handle is not None:
+            interrupts.shielded()
             abandon(self.parent, self.handle.experiment_id)
 
 

@@ -14,6 +14,7 @@ from pipeline.config.build import metric_plan
 from pipeline.job.run import config_tags
 from pipeline.reports.text import sweep_text
 from pipeline.sweep.report import plots_and_report
+from pipeline.sweep.resume import sweep_state
 from pipeline.tracking.client import MlflowClient
 from pipeline.tracking.readback import child_runs
 from pipeline.tracking.records import pending_records
@@ -54,6 +55,9 @@ def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, 
         problems.append(f"{failed} of {len(summary.systems)} jobs failed" if summary.systems else "no job ran")
     if unlogged:
         problems.append(f"{len(unlogged)} job(s) computed but not logged: run python -m pipeline.sync {sweep_dir}")
+    state = sweep_state(sweep_dir)
+    if state.missing:
+        problems.append(f"incomplete: {state.counts()}")
     error = "; ".join(problems) or None
     parent.finish(error=error)
     return summary, error
@@ -67,10 +71,14 @@ def run_sweep_gate(config: Any, summary: SweepSummary, parent: Tracker, experime
         return 0
     from pipeline.decisions.gate import EXIT_ERROR, gate_sweep
 
-    unlogged = pending_records(sweep_dir)
-    if unlogged:
-        print(f"{PROG}: gate not run: {len(unlogged)} job(s) are not logged yet; python -m pipeline.sync "
+    state = sweep_state(sweep_dir)
+    if state.pending:
+        print(f"{PROG}: gate not run: {len(state.pending)} job(s) are not logged yet; python -m pipeline.sync "
               f"{sweep_dir} logs them and runs the gate", file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    if state.missing:
+        print(f"{PROG}: gate not run: the sweep is not complete ({state.counts()}): a gate never judges a partial "
+              f"sweep", file=sys.stderr, flush=True)
         return EXIT_ERROR
     return gate_sweep(parent.client, experiment_id, parent.run_id, summary.finished, config.gate, sweep_dir,
                       config_tags(config)).status

@@ -8,12 +8,14 @@ jobs whose result it already holds are skipped (``pipeline.job.run``), failed, m
 from __future__ import annotations
 
 import fcntl
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from metrics.errors import InputError
 from pipeline.common.names import LOCK_FILE
 from pipeline.job.context import SweepHandle
+from pipeline.tracking.records import JobRecord
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.store import Store
 
@@ -61,3 +63,55 @@ def open_parent(uri: str, experiment: str, sweep_dir: Path, name: str,
     if parent is not None:
         return parent, store.experiment_id, True
     return Tracker.start(store.client, store.experiment_id, name, tags), store.experiment_id, False
+
+
+@dataclass(frozen=True)
+class SweepState:
+    """Which of a sweep's points are done, read from its job folders' records (``<sweep>/<job>/record.json``)."""
+
+    points: int | None  # how many points the sweep has (None: an optimiser decides as it goes)
+    logged: frozenset[int]  # finished, and their run logged
+    pending: frozenset[int]  # finished, saved, not logged yet (``python -m pipeline.sync`` logs them)
+    failed: frozenset[int]  # ended on bad input (a FAILED run)
+
+    @property
+    def missing(self) -> list[int]:
+        """Points that never finished: not started, or interrupted before their results were saved."""
+        done = self.logged | self.pending | self.failed
+        return [] if self.points is None else [i for i in range(self.points) if i not in done]
+
+    @property
+    def complete(self) -> bool:
+        return self.points is not None and not self.missing and not self.pending
+
+    def counts(self) -> str:
+        """``3 of 8 points finished and logged`` (and what else is where)."""
+        total = "?" if self.points is None else str(self.points)
+        parts = [f"{len(self.logged)} of {total} points finished and logged"]
+        if self.pending:
+            parts.append(f"{len(self.pending)} finished but not logged")
+        if self.failed:
+            parts.append(f"{len(self.failed)} failed")
+        if self.missing:
+            parts.append(f"{len(self.missing)} not finished")
+        return ", ".join(parts)
+
+
+def sweep_state(sweep_dir: Path, handle: SweepHandle | None = None) -> SweepState:
+    handle = handle or SweepHandle.read(sweep_dir)
+    logged, pending, failed = set(), set(), set()
+    for folder in sweep_dir.iterdir() if sweep_dir.is_dir() else ():
+        if not folder.name.isdigit():
+            continue
+        record = JobRecord.load(folder)
+        if record is None:
+            continue
+        job = int(folder.name)
+        if record.error is not None:
+            failed.add(job)
+        elif record.pending:
+            pending.add(job)
+        else:
+            logged.add(job)
+    points = len(handle.points) if handle is not None and handle.points is not None else None
+    return SweepState(points, frozenset(logged), frozenset(pending - logged), frozenset(failed - logged - pending))

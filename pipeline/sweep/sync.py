@@ -18,10 +18,10 @@ from pipeline.common.names import MULTIRUN_CONFIG, PROG, RECORD_FILE, TAG_OVERRI
 from pipeline.common.redact import redact_text
 from pipeline.job.context import SweepHandle
 from pipeline.sweep.close import close_sweep, run_sweep_gate
-from pipeline.sweep.resume import lock_sweep, release_sweep, reopen_parent
+from pipeline.sweep.resume import lock_sweep, release_sweep, reopen_parent, sweep_state
 from pipeline.tracking.client import MlflowClient
 from pipeline.tracking.records import JobRecord, pending_records, publish
-from pipeline.tracking.runs import find_run
+from pipeline.tracking.runs import Tracker, find_run
 from pipeline.tracking.store import StoreUnavailable, client_for
 
 SAYS = f"{PROG} sync"
@@ -91,10 +91,16 @@ def _close(client: MlflowClient, uri: str, handle: SweepHandle, folder: Path, lo
     if before is None:
         raise InputError(f"the sweep's parent run {handle.parent_run_id} is not in {redact_text(uri)}: is this the "
                          f"store the sweep logged to? (--tracking-uri)")
+    state = sweep_state(folder, handle)
+    if state.missing:  # a partial sweep is never called complete, and never gated
+        Tracker(client, handle.parent_run_id).finish(error=f"incomplete: {state.counts()}")
+        print(f"{SAYS}: the sweep is not complete: {state.counts()}; complete it with: {handle.resume_command()}",
+              file=sys.stderr, flush=True)
+        return 1
     complete = before.info.status == "FINISHED" and not before.data.metrics.get("jobs/not_logged")
     if complete and not logged:
-        print(f"{SAYS}: every result of {folder} is in MLflow; the sweep's parent run {handle.parent_run_id} "
-              f"is complete", flush=True)
+        print(f"{SAYS}: {state.counts()}: every result of {folder} is in MLflow; the sweep's parent run "
+              f"{handle.parent_run_id} is complete", flush=True)
         return 0
     config = OmegaConf.load(folder / MULTIRUN_CONFIG) if (folder / MULTIRUN_CONFIG).is_file() else None
     if config is None:

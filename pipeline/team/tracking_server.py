@@ -9,10 +9,12 @@ appear in what they print: every line, MLflow's own included, is redacted (``pip
 from __future__ import annotations
 
 import collections
+import fcntl
 import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -31,6 +33,8 @@ from pipeline.common.redact import redact_log_records, redact_text
 from pipeline.team.postgres import free_port, local_postgres
 from pipeline.tracking.store import create_database_schema
 
+SIOCGIFADDR = 0x8915  # Linux: an interface's IPv4 address
+TEAM_HINT = "pip install 'rankscope[team]'"
 LOOPBACK = "127.0.0.1"
 EVERY_INTERFACE = "0.0.0.0"
 SERVED_ARTIFACT_ROOT = "mlflow-artifacts:/"  # runs record this; the server maps it to --artifacts-destination
@@ -60,9 +64,21 @@ def check_backend_uri(uri: str) -> None:
         )
 
 
+def interface_addresses() -> list[str]:
+    """The IPv4 addresses of this machine's network interfaces, loopback aside: what a server bound to every
+    interface listens on, and what other machines can type (a host name may resolve only here)."""
+    found = []
+    with suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _, name in socket.if_nameindex():
+            with suppress(OSError):  # SIOCGIFADDR: an interface without an IPv4 address answers EADDRNOTAVAIL
+                packed = fcntl.ioctl(probe.fileno(), SIOCGIFADDR, struct.pack("256s", name[:15].encode()))
+                found.append(socket.inet_ntoa(packed[20:24]))
+    return [a for a in dict.fromkeys(found) if not a.startswith("127.")]
+
+
 def machine_names() -> list[str]:
-    """This machine's host name, FQDN and non-loopback addresses: what colleagues type to reach it."""
-    names = [socket.gethostname(), socket.getfqdn()]
+    """This machine's addresses, host name and FQDN: what colleagues type to reach it (addresses first)."""
+    names = [*interface_addresses(), socket.gethostname(), socket.getfqdn()]
     with suppress(OSError):
         names += socket.gethostbyname_ex(socket.gethostname())[2]
     return list(dict.fromkeys(n for n in names if n and not n.startswith("127.") and n != "localhost"))
@@ -114,13 +130,26 @@ class ServerSettings:
         return env
 
 
+def check_port_free(host: str, port: int) -> None:
+    """A port another program holds is one line, before anything starts."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            raise ServerError(f"port {port} on {host} is already in use: stop what holds it, or give another "
+                              f"port (--port N, or --port 0 for any free one)") from None
+
+
 def _check_reachable(backend_store_uri: str) -> None:
     """One quick connection first: MLflow itself retries an unreachable database for about two minutes."""
     import sqlalchemy
 
     if backend_store_uri.startswith("sqlite"):
         return
-    engine = sqlalchemy.create_engine(backend_store_uri)
+    try:
+        engine = sqlalchemy.create_engine(backend_store_uri)
+    except ImportError as exc:  # the database's driver is an optional package
+        raise ServerError(f"the database driver is not installed ({exc.name or exc}): {TEAM_HINT}") from None
     try:
         with engine.connect():
             pass
@@ -227,6 +256,8 @@ def tracking_server(
     create_schema(settings.backend_store_uri)
     if "://" not in settings.artifacts_destination:
         Path(settings.artifacts_destination).mkdir(parents=True, exist_ok=True)
+    if settings.port is not None:
+        check_port_free(settings.host, settings.port)
     server = None
     try:
         for attempt in range(attempts):

@@ -5,18 +5,16 @@ Every other module of this package imports MLflow's names from here; no module o
 
 from __future__ import annotations
 
-import logging
 import os
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # its bars would flood non-TTY logs
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # it prints URIs with credentials
-for _name in ("alembic", "mlflow"):  # store creation and migrations are chatty at INFO
-    logging.getLogger(_name).setLevel(logging.WARNING)
+os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # store creation and migrations are chatty at INFO
 
-from mlflow import MlflowClient  # noqa: E402
-from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, Run, RunStatus, RunTag  # noqa: E402
-from mlflow.exceptions import MlflowException  # noqa: E402
-from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_SOURCE_NAME, MLFLOW_SOURCE_TYPE  # noqa: E402
+from mlflow import MlflowClient
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, Run, RunStatus, RunTag
+from mlflow.exceptions import MlflowException
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_SOURCE_NAME, MLFLOW_SOURCE_TYPE
 
 __all__ = [
     "MLFLOW_PARENT_RUN_ID", "MLFLOW_SOURCE_NAME", "MLFLOW_SOURCE_TYPE", "Dataset", "DatasetInput", "InputTag", "Metric",

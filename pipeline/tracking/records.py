@@ -15,6 +15,7 @@ import posixpath
 import time
 import uuid
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -177,16 +178,22 @@ def _log(client: MlflowClient, record: JobRecord, folder: Path) -> str:
     tags = {**record.tags, TAG_RECORD: record.record_id}
     tracker = Tracker.start(client, record.experiment_id, record.run_name, tags, record.parent_run_id,
                             start_time=record.started_ms or None)
-    if record.params:
-        tracker.log_params(record.params)
-    if record.metrics:
-        tracker.log_metrics(record.metrics)
-    if record.dataset:
-        tracker.log_dataset_fields(record.dataset, context="evaluation")
-    if record.table:
-        tracker.log_table(read_table(folder / record.table, record.table_dtypes), record.table)
-    for name in record.files:  # 'plots/x.png' goes to the run's plots/ folder
-        tracker.log_files([folder / name], posixpath.dirname(name) or None)
+    try:
+        if record.params:
+            tracker.log_params(record.params)
+        if record.metrics:
+            tracker.log_metrics(record.metrics)
+        if record.dataset:
+            tracker.log_dataset_fields(record.dataset, context="evaluation")
+        if record.table:
+            tracker.log_table(read_table(folder / record.table, record.table_dtypes), record.table)
+        for name in record.files:  # 'plots/x.png' goes to the run's plots/ folder
+            tracker.log_files([folder / name], posixpath.dirname(name) or None)
+    except BaseException as exc:  # interrupted or refused half-way: the half-logged run is closed, never RUNNING;
+        with suppress(Exception):  # the record stays pending, and logging it again supersedes this run
+            tracker.finish(error=f"logging was interrupted ({type(exc).__name__}): the record in {folder} is "
+                                 f"logged again by the next sync or resume")
+        raise
     tracker.finish(error=record.error, end_time=record.ended_ms or None)
     return tracker.run_id
 

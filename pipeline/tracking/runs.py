@@ -12,7 +12,7 @@ import random
 import tempfile
 import time
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from pipeline.tracking.client import (
 from pipeline.tracking.provenance import provenance_tags
 
 PARAM_LIMIT = 6000  # MLflow's longest param value
+LOCKED_WAIT_S = 60.0  # how long closing a run waits for a locked SQLite store
 DATASET_ATTEMPTS = 4
 
 
@@ -43,6 +44,19 @@ def _text(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_text(v) for v in value) + "]"
     return "null" if value is None else str(value)
+
+
+def _while_locked(action: Callable[[], None], wait: float | None = None) -> None:
+    """``action()``, tried again while a SQLite store answers "database is locked", for at most ``wait`` seconds."""
+    deadline = time.monotonic() + (LOCKED_WAIT_S if wait is None else wait)
+    while True:
+        try:
+            action()
+            return
+        except MlflowException as exc:
+            if "database is locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def find_run(client: MlflowClient, run_id: str) -> Run | None:
@@ -143,11 +157,19 @@ class Tracker:
             self.client.log_artifact(self.run_id, str(path), folder)
 
     def finish(self, error: str | None = None, end_time: int | None = None) -> None:
-        """End the run FINISHED, or FAILED with the reason as a tag: never leave it RUNNING."""
-        if error is not None:
-            self.client.set_tag(self.run_id, TAG_ERROR, redact_text(error)[:5000])
+        """End the run FINISHED, or FAILED with the reason as a tag: never leave it RUNNING.
+
+        A SQLite store that another process (a UI polling it, a parallel job) holds locked is waited for, up to
+        :data:`LOCKED_WAIT_S`: closing the runs is what an interrupted command must still do."""
         status = RunStatus.to_string(RunStatus.FAILED if error is not None else RunStatus.FINISHED)
-        self.client.set_terminated(self.run_id, status=status, end_time=end_time)
+        tags = [RunTag(TAG_ERROR, redact_text(error)[:5000])] if error is not None else []
+
+        def close() -> None:
+            if tags:
+                self.client.log_batch(self.run_id, tags=tags)
+            self.client.set_terminated(self.run_id, status=status, end_time=end_time)
+
+        _while_locked(close)
 
 
 def redacted_frame(frame: pd.DataFrame) -> pd.DataFrame:

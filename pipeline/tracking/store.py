@@ -81,10 +81,11 @@ def creation_lock(uri: str) -> Iterator[None]:
 
 def client_for(uri: str) -> MlflowClient:
     """A client of the store at ``uri``, its first connection in this process made under :func:`creation_lock`."""
-    client = MlflowClient(tracking_uri=uri)
-    if uri.startswith(SQLITE) and uri not in _opened:
-        with creation_lock(uri):
-            client.search_experiments(max_results=1)  # connects: creates and migrates a new store
+    if not uri.startswith(SQLITE) or uri in _opened:
+        return MlflowClient(tracking_uri=uri)
+    with creation_lock(uri):
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # connects: creates and migrates a new store
     return client
 
 

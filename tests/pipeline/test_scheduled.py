@@ -149,3 +149,25 @@ def test_the_cron_line_runs_for_real(tmp_path, empty_store, shared_datasets):
     assert sorted(r.data.tags["rankscope.kind"] for r in runs) == ["job", "job", "sweep"]
     assert all(r.data.tags["schedule"] == "nightly" and r.data.tags["schedule_date"] == today for r in runs)
     assert [r.data.params["retriever.k1"] for r in runs if r.data.tags.get("baseline") == "true"] == ["0.9"]
+
+
+def scheduled(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline.scheduled", *args], cwd=folder, env=cli_env(folder),
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_overrides_may_follow_the_options(launch_dir):
+    done = scheduled(launch_dir, "nightly", "--root", str(launch_dir / "s"), "--date", "2026-01-02", "--gate", "none",
+                     "corpus=helpdesk", "metrics=default", "retriever.k1=0.9")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "unrecognized arguments" not in done.stderr
+    assert "rankscope scheduled sweep 'nightly' for 2026-01-02: OK" in done.stdout
+
+
+def test_a_config_error_is_told_once_and_names_no_folder_that_was_never_made(launch_dir):
+    done = scheduled(launch_dir, "nightly", "--root", str(launch_dir / "s"), "--gate", "none", "retriever.k1=abc")
+    assert done.returncode == 1
+    assert "retriever.k1: Value 'abc'" in done.stderr
+    assert "FAILED (a job failed" not in done.stdout and "NOT STARTED" in done.stdout
+    assert "folder" not in done.stdout.split("NOT STARTED", 1)[1]
+    assert not (launch_dir / "s").exists() or not any((launch_dir / "s").rglob("mlflow_sweep.json"))

@@ -150,3 +150,13 @@ def test_bm25_against_a_degraded_bm25_on_scifact_is_worse(tmp_path, empty_store,
     difference, high = float(rows["ndcg@10"][3]), float(rows["ndcg@10"][5].rstrip("]"))
     assert difference < high < 0
     assert "300 questions in common" in out
+
+
+def test_comparing_a_run_with_itself_is_one_line_and_records_nothing(helpdesk_store, capsys):
+    folder, runs = helpdesk_store
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    before = len(comparisons(client))
+    assert compare(folder, runs["lsa"], "LSA") == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("rankscope compare: warning: ") and "name the same run" in line
+    assert len(comparisons(client)) == before

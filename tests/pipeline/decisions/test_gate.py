@@ -146,3 +146,12 @@ def test_a_sweep_with_gate_default_exits_1_on_a_regression(launch_dir):
     (recorded,) = client.search_runs(experiment, "tags.`rankscope.kind` = 'comparison'")
     assert recorded.data.tags["rankscope.compare.baseline"] == baseline
     assert recorded.data.tags["rankscope.sweep_parent"] == parent.info.run_id
+
+
+def test_gating_the_baseline_against_itself_passes_with_a_warning_and_records_nothing(store, capsys):
+    experiment = store.client.get_experiment_by_name("rankscope").experiment_id
+    before = store.client.search_runs([experiment], "tags.`rankscope.kind` = 'comparison'")
+    assert store.gate("tag:baseline=true") == 0
+    line = one_line(capsys.readouterr().out)
+    assert line.startswith("rankscope gate: PASS (warning: the candidate is the baseline itself")
+    assert len(store.client.search_runs([experiment], "tags.`rankscope.kind` = 'comparison'")) == len(before)

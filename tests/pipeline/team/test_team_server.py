@@ -357,3 +357,58 @@ def test_a_joblib_sweep_against_the_team_server_reads_back_every_run(team, tmp_p
             "SELECT r.run_uuid, r.status FROM runs r JOIN experiments e ON e.experiment_id = r.experiment_id "
             "WHERE e.name = %s", ("team-joblib-sweep",)).fetchall()
     assert dict(stored) == {r.info.run_id: "FINISHED" for r in runs}, "every run is a row of the PostgreSQL database"
+
+
+def server_command(tmp_path: Path, *args: str, hide: str | None = None) -> subprocess.CompletedProcess:
+    """``python -m pipeline.server ARGS``; ``hide``: a module made unimportable first, as if not installed."""
+    code = "import sys\n"
+    if hide:
+        code += f"sys.modules[{hide!r}] = None\n"
+    code += f"from pipeline.server import main\nsys.exit(main({list(args)!r}))\n"
+    return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_without_the_team_extra_the_server_says_what_to_install_in_one_line(tmp_path):
+    done = server_command(tmp_path, "--backend-store-uri", "postgresql://u:hunter2@127.0.0.1:1/x", hide="psycopg")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "pip install 'rankscope[team]'" in lines[0] and "hunter2" not in lines[0]
+
+
+def test_a_busy_port_is_one_line_before_anything_starts(tmp_path):
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        done = server_command(tmp_path, "--backend-store-uri", f"sqlite:///{tmp_path / 'm.db'}", "--port", str(port))
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert f"port {port} on 127.0.0.1 is already in use" in lines[0]
+
+
+def test_exposed_settings_allow_every_address_the_server_listens_on():
+    from pipeline.team.tracking_server import interface_addresses
+
+    addresses = interface_addresses()
+    if not addresses:
+        pytest.skip("this machine has no network interface with an IPv4 address besides loopback")
+    hosts = ServerSettings("sqlite:///m.db", "/srv", expose=True).allowed_hosts(5123)
+    assert {f"{a}:5123" for a in addresses} <= set(hosts)
+
+
+@pytest.mark.slow
+def test_an_exposed_server_answers_requests_that_use_the_machines_address(tmp_path):
+    from pipeline.team.tracking_server import interface_addresses, tracking_server
+
+    addresses = interface_addresses()
+    if not addresses:
+        pytest.skip("this machine has no network interface with an IPv4 address besides loopback")
+    settings = ServerSettings(f"sqlite:///{tmp_path / 'm.db'}", str(tmp_path / "artifacts"), expose=True, workers=1)
+    with tracking_server(settings) as server:
+        url = f"http://{addresses[0]}:{server.port}/api/2.0/mlflow/experiments/search"
+        status, _ = _get(url, {"Content-Type": "application/json"}, json.dumps({"max_results": 1}).encode())
+    assert status == 200

@@ -1,0 +1,55 @@
+"""Ctrl-C and SIGTERM: the process stops as it would on Ctrl-C, and the command says in one line what was saved.
+
+SIGTERM (cron, systemd, CI stopping a job) raises :class:`Terminated`, a ``KeyboardInterrupt``, so both unwind the
+same way: every ``finally`` runs, a sweep's exit handler closes its runs FAILED. What the command was doing is
+registered here as it goes (:func:`watch`), so its entry point can say where the results are and how to resume.
+Exit statuses are the shell's usual ones: 130 after Ctrl-C, 143 after SIGTERM.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM received: stop as on Ctrl-C."""
+
+
+@dataclass
+class Watched:
+    """What the running command is doing: a sweep (its folder and the command that resumes it) or one run."""
+
+    sweep_dir: Path | None = None
+    output_dir: Path | None = None
+    resume: list[str] = field(default_factory=list)
+
+
+WATCHED = Watched()
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def install() -> None:
+    """SIGTERM raises :class:`Terminated` in the main thread from now on."""
+    signal.signal(signal.SIGTERM, _terminate)
+
+
+def watch(**what: object) -> None:
+    """Record what the command is doing (``sweep_dir=``, ``output_dir=``, ``resume=``)."""
+    for key, value in what.items():
+        setattr(WATCHED, key, value)
+
+
+def status(exc: BaseException) -> tuple[int, str]:
+    """The exit status and the word for an interruption: 143 and ``SIGTERM``, or 130 and ``Ctrl-C``."""
+    return (143, "SIGTERM") if isinstance(exc, Terminated) else (130, "Ctrl-C")
+
+
+def shielded() -> None:
+    """From now on Ctrl-C and SIGTERM are ignored: the process is closing its runs and must finish doing so."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)

@@ -1,0 +1,175 @@
+"""Interrupted sweeps, for real: kill -9, Ctrl-C (SIGINT) and SIGTERM sent to a real ``python -m pipeline`` sweep at
+chosen moments. Afterwards the store holds no run left RUNNING, the parent's status is true to what ran, the
+command said in one line what was saved and how to resume, and the resume (or sync) ends with every point FINISHED
+exactly once."""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from tests.pipeline.helpers import cli_env, run_pipeline
+from tests.pipeline.sweep.test_resume import wait_until_logged
+
+K1 = ["0.3", "0.6", "0.9", "1.2"]
+
+
+def start(folder: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pipeline", *args], cwd=folder, env=cli_env(folder),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def sweep_args(sweep_dir: Path) -> list[str]:
+    return ["-m", f"retriever.k1={','.join(K1)}", f"hydra.sweep.dir={sweep_dir}", "quiet=true"]
+
+
+def runs(folder: Path) -> tuple[list, list]:
+    """(parents, children) among the active runs of the store in ``folder``."""
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("rankscope")
+    found = client.search_runs([experiment.experiment_id], max_results=1000)
+    return ([r for r in found if r.data.tags.get("rankscope.kind") == "sweep"],
+            [r for r in found if r.data.tags.get("rankscope.kind") == "job"])
+
+
+def assert_nothing_running(folder: Path) -> None:
+    parents, children = runs(folder)
+    assert [r.info.status for r in parents + children if r.info.status == "RUNNING"] == []
+
+
+def assert_complete(folder: Path) -> None:
+    """Every point FINISHED exactly once under one FINISHED parent."""
+    parents, children = runs(folder)
+    assert [p.info.status for p in parents] == ["FINISHED"]
+    assert sorted(c.data.params["retriever.k1"] for c in children) == K1
+    assert {c.info.status for c in children} == {"FINISHED"}
+
+
+def resume_command(line: str) -> list[str]:
+    """The command the one line printed, as arguments (it names this interpreter, or ``python`` when that is it)."""
+    command = shlex.split(line.split("Resume with: ", 1)[1])
+    return [sys.executable if command[0] in ("python", sys.executable) else command[0], *command[1:]]
+
+
+@pytest.mark.parametrize("sig, status, word", [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_stopped_sweep_says_in_one_line_what_was_saved_and_how_to_resume(launch_dir, sig, status, word):
+    sweep_dir = launch_dir / "sweep"
+    process = start(launch_dir, *sweep_args(sweep_dir))
+    wait_until_logged(sweep_dir / "0", process)
+    process.send_signal(sig)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == status
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
+    assert lines[0].startswith(f"rankscope: stopped by {word}: ")
+    assert " of 4 points finished and logged" in lines[0] and str(sweep_dir) in lines[0]
+    assert_nothing_running(launch_dir)
+    (parent,), _ = runs(launch_dir)
+    assert parent.info.status == "FAILED"
+
+    again = subprocess.run(resume_command(lines[0]), cwd=launch_dir, env=cli_env(launch_dir), capture_output=True,
+                           text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert_complete(launch_dir)
+
+
+def test_sync_of_a_sweep_killed_after_one_point_neither_calls_it_complete_nor_gates_it(launch_dir):
+    sweep_dir = launch_dir / "sweep"
+    process = start(launch_dir, *sweep_args(sweep_dir), "gate=default")
+    wait_until_logged(sweep_dir / "0", process)
+    process.kill()
+    process.communicate(timeout=60)
+    sync = [sys.executable, "-m", "pipeline.sync", str(sweep_dir)]
+    partial = subprocess.run(sync, cwd=launch_dir, env=cli_env(launch_dir), capture_output=True, text=True,
+                             timeout=300)
+    assert partial.returncode == 1, partial.stdout + partial.stderr
+    assert " of 4 points finished and logged" in partial.stderr and "not finished" in partial.stderr
+    assert "complete it with: " in partial.stderr and "Traceback" not in partial.stderr
+    (parent,), _ = runs(launch_dir)
+    assert parent.info.status == "FAILED"  # not FINISHED: a gate must not judge it
+    assert "rankscope.gate" not in parent.data.tags and not (sweep_dir / "gate.txt").exists()
+
+    command = shlex.split(partial.stderr.split("complete it with: ", 1)[1].strip())
+    command[0] = sys.executable if command[0] in ("python", sys.executable) else command[0]
+    again = subprocess.run(command, cwd=launch_dir, env=cli_env(launch_dir), capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert_complete(launch_dir)
+    done = subprocess.run(sync, cwd=launch_dir, env=cli_env(launch_dir), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "4 of 4 points finished and logged" in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_a_run_is_being_logged_leaves_nothing_running(launch_dir):
+    """The moment between a run's creation and its closing: the half-logged run is closed, the record stays
+    pending, and the resume supersedes it (one FINISHED run per point)."""
+    sweep_dir = launch_dir / "sweep"
+    process = start(launch_dir, *sweep_args(sweep_dir))
+    client = MlflowClient(f"sqlite:///{launch_dir / 'mlflow.db'}")
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            experiment = client.get_experiment_by_name("rankscope")
+            running = experiment and client.search_runs(
+                [experiment.experiment_id], "attributes.status = 'RUNNING' and tags.`rankscope.kind` = 'job'")
+        except Exception:  # the store is being created, or locked by the sweep: look again
+            running = None
+        if running:
+            break
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 130 and "Traceback" not in err, err[-3000:]
+    assert_nothing_running(launch_dir)
+    line = [x for x in err.splitlines() if x.startswith("rankscope: stopped by")][0]
+    again = subprocess.run(resume_command(line), cwd=launch_dir, env=cli_env(launch_dir), capture_output=True,
+                           text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert_complete(launch_dir)
+
+
+@pytest.mark.slow
+def test_runs_are_closed_failed_even_while_another_process_holds_the_store_locked(launch_dir):
+    sweep_dir = launch_dir / "sweep"
+    process = start(launch_dir, *sweep_args(sweep_dir))
+    wait_until_logged(sweep_dir / "0", process)
+    holder = sqlite3.connect(launch_dir / "mlflow.db", timeout=30, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # as a UI or another writer might, for longer than SQLite's own timeout
+    process.send_signal(signal.SIGINT)
+    time.sleep(12)
+    holder.execute("ROLLBACK")
+    holder.close()
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 130 and "Traceback" not in err, err[-3000:]
+    assert_nothing_running(launch_dir)
+    (parent,), _ = runs(launch_dir)
+    assert parent.info.status == "FAILED"
+
+
+def test_a_single_run_stopped_by_ctrl_c_says_so_in_one_line(tmp_path):
+    process = start(tmp_path, "quiet=true")
+    deadline = time.monotonic() + 300
+    while not list(tmp_path.glob("outputs/*/*")) and time.monotonic() < deadline:  # Hydra made its output folder
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=300)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert process.returncode == 130 and len(lines) == 1 and "Traceback" not in err, err[-3000:]
+    assert lines[0].startswith("rankscope: stopped by Ctrl-C: ")
+
+
+def test_resume_after_a_clean_finish_logs_nothing_twice(launch_dir):
+    sweep_dir = launch_dir / "sweep"
+    first = run_pipeline(launch_dir, *sweep_args(sweep_dir))
+    assert first.returncode == 0, first.stderr[-3000:]
+    again = run_pipeline(launch_dir, *sweep_args(sweep_dir))
+    assert again.returncode == 0 and again.stdout.count("already logged as run") == len(K1)
+    assert_complete(launch_dir)

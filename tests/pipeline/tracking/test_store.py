@@ -1,0 +1,69 @@
+"""A store that does not exist yet, opened by several real processes at once: created once, nobody fails.
+
+MLflow creates and migrates a SQLite store on a process's first connection; two processes doing that together
+break it (``duplicate column``, ``table ... already exists``, ``Online migration expected to match one row``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from mlflow import MlflowClient
+
+from tests.pipeline.helpers import cli_env
+
+OPEN = textwrap.dedent("""
+    import sys
+    from pipeline.tracking.store import Store
+    store = Store.open(sys.argv[1], "rankscope")
+    print(store.experiment_id)
+""")
+
+
+def started_together(commands: list[list[str]], folder, timeout: float = 900) -> list[subprocess.CompletedProcess]:
+    processes = [subprocess.Popen(c, cwd=folder, env=cli_env(folder), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True) for c in commands]
+    done = []
+    for process in processes:
+        out, err = process.communicate(timeout=timeout)
+        done.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
+    return done
+
+
+def test_processes_opening_a_new_store_together_all_succeed_and_share_one_experiment(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    done = started_together([[sys.executable, "-c", OPEN, uri]] * 6, tmp_path)
+    assert [d.returncode for d in done] == [0] * 6, [d.stderr[-800:] for d in done if d.returncode]
+    assert len({d.stdout.strip() for d in done}) == 1
+    assert [e.name for e in MlflowClient(uri).search_experiments()] == ["rankscope", "Default"]
+
+
+@pytest.mark.slow
+def test_eight_commands_started_together_on_a_new_store_all_succeed(tmp_path):
+    command = [sys.executable, "-m", "pipeline", "quiet=true"]
+    done = started_together([command] * 8, tmp_path)
+    assert [d.returncode for d in done] == [0] * 8, [d.stderr[-800:] for d in done if d.returncode]
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("rankscope").experiment_id])
+    assert len(runs) == 8 and {r.info.status for r in runs} == {"FINISHED"}
+
+
+@pytest.mark.slow
+def test_two_sweeps_started_together_on_a_new_store_both_succeed(tmp_path):
+    sweep = [sys.executable, "-m", "pipeline", "-m", "retriever=bm25,lsa", "quiet=true"]
+    done = started_together([sweep, sweep], tmp_path)
+    assert [d.returncode for d in done] == [0, 0], [d.stderr[-800:] for d in done if d.returncode]
+
+
+@pytest.mark.slow
+def test_eight_joblib_workers_of_a_sweep_on_a_new_store_all_succeed(tmp_path):
+    sweep = [sys.executable, "-m", "pipeline", "-m", "retriever.k1=0.3,0.5,0.7,0.9,1.1,1.3,1.5,1.7",
+             "hydra/launcher=joblib", "hydra.launcher.n_jobs=8", "quiet=true"]
+    (done,) = started_together([sweep], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("rankscope").experiment_id])
+    assert sorted(r.info.status for r in runs) == ["FINISHED"] * 9
