@@ -65,7 +65,7 @@ def test_a_stopped_sweep_says_in_one_line_what_was_saved_and_how_to_resume(launc
     process = start(launch_dir, *sweep_args(sweep_dir))
     wait_until_logged(sweep_dir / "0", process)
     process.send_signal(sig)
-    out, err = process.communicate(timeout=300)
+    _, err = process.communicate(timeout=300)
     assert process.returncode == status
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
@@ -129,7 +129,7 @@ def test_ctrl_c_while_a_run_is_being_logged_leaves_nothing_running(launch_dir):
     _, err = process.communicate(timeout=300)
     assert process.returncode == 130 and "Traceback" not in err, err[-3000:]
     assert_nothing_running(launch_dir)
-    line = [x for x in err.splitlines() if x.startswith("rankscope: stopped by")][0]
+    line = next(x for x in err.splitlines() if x.startswith("rankscope: stopped by"))
     again = subprocess.run(resume_command(line), cwd=launch_dir, env=cli_env(launch_dir), capture_output=True,
                            text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
