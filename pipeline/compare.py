@@ -31,6 +31,8 @@ SELECTOR = "run id, run name, tag:KEY=VALUE, best:METRIC or latest"
 def add_store_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--experiment", default=DEFAULT_EXPERIMENT, help="where selectors look (default: rankscope)")
     p.add_argument("--tracking-uri", help="default: $MLFLOW_TRACKING_URI, else sqlite:///$PWD/mlflow.db")
+    p.add_argument("--corpus", help="only runs measured on this corpus (its name: helpdesk, scifact ...); needed when "
+                                    "a name or best: matches runs on several corpora")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -77,8 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InputError("--confidence must be within (0, 1); --resamples and --permutations at least 1")
         uri = tracking_uri(args.tracking_uri, Path.cwd())
         client, experiment_id = Store.existing(uri, args.experiment)
-        baseline = load_side(client, resolve(client, experiment_id, args.baseline))
-        candidate = load_side(client, resolve(client, experiment_id, args.candidate))
+        baseline = load_side(client, resolve(client, experiment_id, args.baseline, args.corpus))
+        candidate = load_side(client, resolve(client, experiment_id, args.candidate, args.corpus))
         if baseline.run_id == candidate.run_id:
             raise InputError(f"warning: {args.baseline!r} and {args.candidate!r} name the same run "
                              f"({describe(candidate.run)}): nothing compared, nothing recorded")

@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                              "tolerance": args.tolerance, "confidence": args.confidence,
                                              "allow_different_corpus": args.allow_different_corpus})
         client, experiment_id = Store.existing(tracking_uri(args.tracking_uri, Path.cwd()), args.experiment)
-        candidate = resolve(client, experiment_id, args.candidate)
+        candidate = resolve(client, experiment_id, args.candidate, args.corpus)
     except InputError as exc:
         outcome = GateOutcome(EXIT_ERROR, f"ERROR: {exc}")
     except STORE_ERRORS as exc:

@@ -41,6 +41,7 @@ import scipy.sparse as sp
 
 from metrics.evaluate import Evaluation
 from metrics.run import PAD, Run
+from pipeline.common.names import FAILURES_PREFIX
 from pipeline.data.collection import Collection
 from retrievers.text import Tokenizer
 
@@ -51,7 +52,6 @@ LABELS = {
     "late_rank": "late rank",
     "duplicates": "duplicates",
 }
-METRIC_PREFIX = "failures/"
 NOT_RETRIEVED = "not retrieved"
 
 
@@ -136,8 +136,8 @@ def failure_counts(table: pd.DataFrame) -> dict[str, int]:
 
 
 def failure_metrics(table: pd.DataFrame) -> dict[str, int]:
-    """The counts under their MLflow keys: ``failures/vocabulary_gap``, ``failures/homonymy`` ..."""
-    return {METRIC_PREFIX + c: n for c, n in failure_counts(table).items()}
+    """The counts under their MLflow keys: ``system/rankscope/failures/vocabulary_gap`` ..."""
+    return {FAILURES_PREFIX + c: n for c, n in failure_counts(table).items()}
 
 
 def diagnosis_text(table: pd.DataFrame, system: str, cutoff: int = 3) -> str:

@@ -9,6 +9,7 @@ import pandas as pd
 
 from metrics.comparison import compare
 from metrics.spec import MetricSpec
+from pipeline.common.names import LOWER, UPPER
 
 
 @dataclass
@@ -71,8 +72,8 @@ def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpe
         return summary
     columns = {}
     for spec in show:
-        for suffix in ("", "/ci_low", "/ci_high"):
-            columns[spec.name + suffix] = [s.metrics.get(spec.mlflow_key + suffix, float("nan")) for s in done]
+        for suffix, logged in (("", ""), ("/ci_low", LOWER), ("/ci_high", UPPER)):
+            columns[spec.name + suffix] = [s.metrics.get(spec.mlflow_key + logged, float("nan")) for s in done]
     summary.means = pd.DataFrame(columns, index=pd.Index([s.name for s in done], name="system"))
     key = primary.mlflow_key
     best = max(done, key=lambda s: (s.metrics.get(key, float("-inf")), -s.job))

@@ -26,6 +26,7 @@ TAG_RECORD = "rankscope.record"  # the job record a run was logged from
 TAG_SUPERSEDED_BY = "rankscope.superseded_by"
 TAG_TUNE_ROLE = "rankscope.tune.role"  # 'tuned/tuning', 'tuned/holdout', 'untuned/tuning', 'untuned/holdout'
 TAG_SWEEP_PARENT = "rankscope.sweep_parent"
+TAG_BEST = "rankscope.best"  # on a sweep's parent: its best system and by which metric
 TAG_GATE = "rankscope.gate"  # 'pass', 'regression' or 'error'
 TAG_GATE_REASON = "rankscope.gate.reason"
 TAG_COMPARE_BASELINE = "rankscope.compare.baseline"
@@ -76,5 +77,16 @@ DB_NAME = "mlflow.db"
 ARTIFACT_DIR = "mlartifacts"
 DEFAULT_EXPERIMENT = "rankscope"
 
-# -- metric name prefixes -----------------------------------------------------------------------------------------
-FAILURES_PREFIX = "failures/"
+# -- MLflow metric names ---------------------------------------------------------------------------------------------
+# A retrieval metric is logged under its MLflow key (``ndcg_at_5``, metrics.spec), its interval's bounds beside it
+# (``ndcg_at_5_ci_lower``, ``ndcg_at_5_ci_upper``: they sort next to the mean, lower first). Everything else a run
+# counts (cache reuse, stage times, question counts, failure classes) is housekeeping under ``system/``, which
+# MLflow's UI charts in its own section after the retrieval metrics, so a new user's first charts are retrieval.
+LOWER, UPPER = "_ci_lower", "_ci_upper"
+HOUSEKEEPING = "system/rankscope/"
+CACHE_PREFIX = HOUSEKEEPING + "cache/"
+TIME_PREFIX = HOUSEKEEPING + "time/"
+QUESTIONS_PREFIX = HOUSEKEEPING + "questions/"
+JOBS_PREFIX = HOUSEKEEPING + "jobs/"
+FAILURES_PREFIX = HOUSEKEEPING + "failures/"
+DOCUMENTS_METRIC = HOUSEKEEPING + "corpus/documents"

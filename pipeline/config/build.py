@@ -131,13 +131,21 @@ class MetricPlan:
     method: str = "percentile"
 
 
+def follow_cutoffs(spec: MetricSpec, ks: list[int]) -> MetricSpec:
+    """``show`` and ``primary`` follow ``metrics.k``: a cutoff the plan does not compute becomes the nearest one it
+    does (the larger of two as near), so ``metrics.k=[10]`` shows ``ndcg@10``, not ``ndcg@5``."""
+    if spec.k is None or spec.k in ks or not ks:
+        return spec
+    return MetricSpec(spec.measure, min(ks, key=lambda k: (abs(k - spec.k), -k)))
+
+
 def metric_plan(metrics: DictConfig | Mapping[str, Any]) -> MetricPlan:
     ks = list(metrics["k"])
     if any(int(k) < 1 for k in ks):
         raise InputError(f"metrics.k: cutoffs must be at least 1, got {ks}")
     measures = [str(m) for m in metrics["measures"]]
-    show = parse_metrics([str(s) for s in metrics["show"]])
-    primary = parse_metrics([str(metrics["primary"])])[0]
+    show = list(dict.fromkeys(follow_cutoffs(s, ks) for s in parse_metrics([str(s) for s in metrics["show"]])))
+    primary = follow_cutoffs(parse_metrics([str(metrics["primary"])])[0], ks)
     specs = list(dict.fromkeys([*metrics_at(ks, measures), *show, primary]))
     gain, missing = metrics["gain"], metrics["missing"]
     settings = EvalSettings(level=int(metrics["level"]), gain=getattr(gain, "value", gain),

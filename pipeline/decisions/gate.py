@@ -31,7 +31,7 @@ from pipeline.decisions.comparison import check_comparable, compare_sides, load_
 from pipeline.tracking.client import MlflowClient, Run
 from pipeline.tracking.comparisons import baseline_tag, promote
 from pipeline.tracking.runs import Tracker
-from pipeline.tracking.selectors import NoMatch, describe, metric_key, resolve
+from pipeline.tracking.selectors import NoMatch, corpus_of, describe, metric_key, resolve
 from pipeline.tracking.store import STORE_ERRORS, client_for, store_error
 
 SAYS = f"{PROG} gate"  # how its lines start
@@ -84,7 +84,8 @@ def run_gate(client: MlflowClient, experiment_id: str | None, candidate: Run, se
     try:
         metrics = check_settings(settings)
         try:
-            baseline_run = resolve(client, experiment_id or candidate.info.experiment_id, str(settings.baseline))
+            baseline_run = resolve(client, experiment_id or candidate.info.experiment_id, str(settings.baseline),
+                                   corpus=corpus_of(candidate))  # the baseline of the candidate's corpus
         except NoMatch:
             if not (settings.adopt_first and str(settings.baseline).startswith("tag:")):
                 raise

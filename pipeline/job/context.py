@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pipeline.common.jsonfile import read_json, write_json
 from pipeline.common.names import HANDOFF_FILE
@@ -53,17 +54,40 @@ class SweepHandle:
         return shlex.join(self.resume)
 
 
-def system_name(retriever_name: str, overrides: list[str], varying: list[str]) -> str:
-    """A run's display name: the retriever's name, plus the swept values that tell it apart from its siblings.
+SYSTEM_KEYS = ("retriever.", "retriever@retriever.", "text.", "depth")  # overrides that change what a system ranks
 
-    ``BM25`` when only the retriever varies; ``BM25 k1=0.9 b=0.4`` in a parameter grid.
+
+def system_name(retriever_name: str, overrides: list[str], varying: list[str]) -> str:
+    """A system's display name: the retriever's name, then every override that changes what it ranks (its settings,
+    the tokenizer, the depth) and every other swept value that tells it apart from its siblings.
+
+    ``BM25`` when only the retriever varies; ``BM25 k1=0.9 b=0.4`` in a parameter grid or typed on its own.
     """
     parts = []
     for override in overrides:
         key, _, value = override.lstrip("+~").partition("=")
-        if key in varying and key != "retriever":
-            parts.append(f"{key.removeprefix('retriever.')}={short_value(value)}")
+        if key in ("retriever", "retriever.name") or not (key in varying or key.startswith(SYSTEM_KEYS)):
+            continue
+        shown = key.removeprefix("retriever@").removeprefix("retriever.")
+        parts.append(f"{shown}={short_value(value)}")
     return " ".join([retriever_name, *parts])
+
+
+def corpus_label(name: str, split: str) -> str:
+    """``scifact``; ``scifact/train`` when the split is not ``test``."""
+    return name if split == "test" else f"{name}/{split}"
+
+
+def configured_corpus(corpus: Any) -> str:
+    """:func:`corpus_label` from a corpus config entry, before the corpus is read (its name, else its folder's)."""
+    name = corpus.get("name") or Path(str(corpus.get("path") or "corpus")).name
+    return corpus_label(str(name), str(corpus.get("split") or "test"))
+
+
+def run_name(system: str, corpus: str) -> str:
+    """An MLflow run's name: the system and the corpus it was measured on (``BM25 k1=0.9 · scifact``), so two
+    corpora's runs of one system never share a name."""
+    return f"{system} · {corpus}"
 
 
 def short_value(value: str) -> str:

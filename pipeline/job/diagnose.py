@@ -2,8 +2,8 @@
 
 It runs after the job's evaluation and before anything is written: the classes and their evidence become columns
 of the per-question table (so the CSV, the MLflow table and the end-of-sweep report all carry them), the counts
-join the job's one batch of metrics as ``failures/<class>``, and the per-run plots are saved in the job's folder
-(and logged as the run's ``plots/*.png``). The rules themselves live in :mod:`pipeline.analysis.diagnosis`.
+join the job's one batch of metrics (``system/rankscope/failures/<class>``), and the per-run plots are saved in the
+job's folder (and logged as the run's ``plots/*.png``). The rules themselves live in :mod:`pipeline.analysis.diagnosis`.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class JobDiagnosis:
 
 def diagnose_job(result: JobResult, plan: JobPlan) -> JobDiagnosis:
     """Diagnose every question of the job with its own tokenizer and ranking depth, and extend ``result``:
-    its per-question table gains the diagnosis columns, its metrics the ``failures/<class>`` counts.
+    its per-question table gains the diagnosis columns, its metrics the ``system/rankscope/failures/<class>`` counts.
 
     The depth is the one the ranking was actually made to: ``depth`` as capped by the retriever (a weighted fusion
     keeps its own top ``retriever.depth``, no retriever returns more documents than the corpus holds), which is the

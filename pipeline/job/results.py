@@ -15,7 +15,17 @@ from metrics.evaluate import Evaluation, evaluate
 from metrics.run import PAD, Run
 from metrics.trec import write_trec_run
 from pipeline.common import progress
-from pipeline.common.names import CONFIG_FILE, MEANS_FILE, PER_QUESTION_FILE, RUN_FILE
+from pipeline.common.names import (
+    CONFIG_FILE,
+    DOCUMENTS_METRIC,
+    LOWER,
+    MEANS_FILE,
+    PER_QUESTION_FILE,
+    QUESTIONS_PREFIX,
+    RUN_FILE,
+    TIME_PREFIX,
+    UPPER,
+)
 from pipeline.common.redact import redact_tree
 from pipeline.config.build import MetricPlan, plain
 from pipeline.data.collection import Collection
@@ -56,15 +66,15 @@ class JobResult:
         for spec in self.plan.specs:
             interval = self.intervals[spec.name]
             out[spec.mlflow_key] = interval.mean
-            out[f"{spec.mlflow_key}/ci_low"] = interval.low
-            out[f"{spec.mlflow_key}/ci_high"] = interval.high
+            out[spec.mlflow_key + LOWER] = interval.low
+            out[spec.mlflow_key + UPPER] = interval.high
         evaluation = self.evaluation
-        out["queries/evaluated"] = len(evaluation.per_question)
-        out["queries/without_judgments"] = len(evaluation.without_judgments)
-        out["queries/missing_from_run"] = len(evaluation.missing_from_run)
-        out["queries/no_results"] = int((self.table["retrieved"] == 0).sum())
-        out["corpus/documents"] = len(self.collection.doc_ids)
-        out.update({f"time/{stage}_s": round(s, 4) for stage, s in self.seconds.items()})
+        out[QUESTIONS_PREFIX + "evaluated"] = len(evaluation.per_question)
+        out[QUESTIONS_PREFIX + "without_judgments"] = len(evaluation.without_judgments)
+        out[QUESTIONS_PREFIX + "missing_from_run"] = len(evaluation.missing_from_run)
+        out[QUESTIONS_PREFIX + "no_results"] = int((self.table["retrieved"] == 0).sum())
+        out[DOCUMENTS_METRIC] = len(self.collection.doc_ids)
+        out.update({f"{TIME_PREFIX}{stage}_s": round(s, 4) for stage, s in self.seconds.items()})
         out.update(self.extra_metrics)
         return out
 

@@ -26,6 +26,7 @@ from omegaconf import DictConfig
 from metrics.errors import InputError
 from pipeline.common import progress
 from pipeline.common.names import (
+    CACHE_PREFIX,
     KIND_JOB,
     KIND_RUN,
     PER_QUESTION_TABLE,
@@ -43,7 +44,7 @@ from pipeline.common.names import (
 from pipeline.common.redact import redact_text
 from pipeline.config.plan import JobPlan, config_digest, run_params
 from pipeline.job.chunked import rank_in_chunks
-from pipeline.job.context import JobContext, SweepHandle, system_name
+from pipeline.job.context import JobContext, SweepHandle, configured_corpus, corpus_label, run_name, system_name
 from pipeline.job.diagnose import JobDiagnosis, diagnose_job
 from pipeline.job.results import JobResult, bootstrap, score, write_results
 from pipeline.job.reuse import JobReuse
@@ -186,7 +187,7 @@ class Job:
             evaluation = score(run, collection, plan.metrics)
         with self.stage("bootstrap"):
             intervals = bootstrap(evaluation, plan.metrics)
-        reused = {f"cache/{name}": count for name, count in self.reuse.counters().items()}
+        reused = {CACHE_PREFIX + name: count for name, count in self.reuse.counters().items()}
         return JobResult.of(self.system, collection, retriever, run, evaluation, plan.metrics, intervals,
                             self.seconds, reused)
 
@@ -199,7 +200,8 @@ class Job:
                           TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}"})
         dtypes = self.destination.save_table(result.table, out / PER_QUESTION_TABLE)
         dataset = self.destination.dataset(c.doc_ids, c.doc_texts, f"{c.name}/{c.split}", c.digest, c.source or c.name)
-        record = self.destination.record(self.system, self.tags, self.started_ms, params=plan.params(self.ctx.choices),
+        name = run_name(self.system, corpus_label(c.name, c.split))
+        record = self.destination.record(name, self.tags, self.started_ms, params=plan.params(self.ctx.choices),
                                          metrics=result.metrics(), dataset=dataset, table=PER_QUESTION_TABLE,
                                          table_dtypes=dtypes, files=[str(p.relative_to(out)) for p in files])
         record.save(out)
@@ -227,7 +229,8 @@ class Job:
         """A FAILED run (saved first, like any result) and, unless ``quiet``, its reason on one line; a single run
         then raises :class:`JobFailed`."""
         params = run_params(self.cfg, self.ctx.choices)
-        record = self.destination.record(self.system, self.tags, self.started_ms, params=params, error=reason)
+        name = run_name(self.system, configured_corpus(self.cfg.corpus))
+        record = self.destination.record(name, self.tags, self.started_ms, params=params, error=reason)
         record.save(self.ctx.output_dir)
         run_id = self.destination.publish_failure(record, self.ctx.output_dir)
         if not quiet:

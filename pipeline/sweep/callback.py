@@ -38,7 +38,7 @@ from pipeline.config.hydra_internals import (
     loader_memo,
 )
 from pipeline.config.plan import JobPlan
-from pipeline.job.context import SweepHandle
+from pipeline.job.context import SweepHandle, configured_corpus, run_name
 from pipeline.job.run import config_tags
 from pipeline.sweep.close import abandon, close_sweep, run_sweep_gate
 from pipeline.sweep.resume import open_parent
@@ -99,7 +99,9 @@ class MlflowSweep(Callback):
             except (HydraException, OmegaConfBaseException) as exc:
                 _exit(one_line(exc))
         swept = [o for o in overrides if o.partition("=")[0].lstrip("+~") in varying]
-        name = config.get("study") or " ".join(swept) or sweep_dir.name
+        several = any(key.startswith("corpus") for key in varying)
+        name = run_name(config.get("study") or " ".join(swept) or sweep_dir.name,
+                        "several corpora" if several else configured_corpus(config.corpus))
         tags = {**config_tags(config), TAG_KIND: KIND_SWEEP, TAG_SWEEP_DIR: str(sweep_dir),
                 TAG_OVERRIDES: " ".join(overrides),
                 TAG_LAUNCHER: str(config.hydra.runtime.choices.get("hydra/launcher", "basic"))}
@@ -145,7 +147,7 @@ class MlflowSweep(Callback):
             atexit.unregister(self._abandoned)
             _exit(f"the tracking store {self.uri} did not answer at the end of the sweep ({store_error(exc)}); "
                   f"every computed result is saved under {self.sweep_dir}: once the store answers, run: "
-                  f"python -m pipeline.sync {self.sweep_dir}")
+                  f"{commands.line(commands.module('pipeline.sync', str(self.sweep_dir)))}")
         parent, self.parent = self.parent, None
         atexit.unregister(self._abandoned)
         status = 0 if summary is None else run_sweep_gate(config, summary, parent, self.handle.experiment_id,

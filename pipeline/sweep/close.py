@@ -8,9 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.analysis.summary import SweepSummary, SystemRun, summarize
-from pipeline.common.names import DIFFERENCES_FILE, PROG, RANKS_FILE, SUMMARY_TABLE, SUMMARY_TEXT, SYSTEMS_FILE
+from pipeline.common import commands
+from pipeline.common.names import (
+    DIFFERENCES_FILE,
+    JOBS_PREFIX,
+    LOWER,
+    PROG,
+    RANKS_FILE,
+    SUMMARY_TABLE,
+    SUMMARY_TEXT,
+    SYSTEMS_FILE,
+    TAG_BEST,
+    UPPER,
+)
 from pipeline.common.redact import redact_text
 from pipeline.config.build import metric_plan
+from pipeline.job.context import SweepHandle
 from pipeline.job.run import config_tags
 from pipeline.reports.text import sweep_text
 from pipeline.sweep.report import plots_and_report
@@ -20,6 +33,7 @@ from pipeline.tracking.readback import child_runs
 from pipeline.tracking.records import pending_records
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.store import run_location
+from pipeline.tracking.views import save_view, view_url
 
 
 def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, metrics: Any, title: str,
@@ -36,25 +50,30 @@ def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, 
     if unlogged:
         folders = ", ".join(str(folder.relative_to(sweep_dir)) for folder, _ in unlogged)
         text += (f"\n\nNOT LOGGED: {len(unlogged)} job(s) computed their results but could not log them (folders "
-                 f"{folders}); once the tracking store answers: python -m pipeline.sync {sweep_dir}")
+                 f"{folders}); once the tracking store answers: {sync_command(sweep_dir)}")
     where = run_location(uri, experiment_id, parent.run_id)
-    print(f"\n{text}\n\nMLflow: parent {where}", flush=True)
+    handle = SweepHandle.read(sweep_dir)
+    view = save_view(parent.client, experiment_id, plan.primary.mlflow_key, plan.primary.name,
+                     handle.varying if handle else [])
+    print(f"\n{text}\n\nMLflow: parent {where}\nMLflow view ({plan.primary.name} and the swept settings as columns): "
+          f"{redact_text(view_url(uri, experiment_id, view))}", flush=True)
     # Plug-in point: later views of the sweep build from `summary` (read back from MLflow) and add files here.
     files = write_summary(summary, text, sweep_dir)
     files += plots_and_report(summary, plan, diagnosis, title, sweep_dir, parent,
                               {"MLflow": f"parent {where}", "overrides": overrides})
     failed = len(summary.failed)
-    step = parent.metric_steps("jobs/finished")
-    parent.log_metrics({"jobs/finished": len(summary.finished), "jobs/failed": failed,
-                        "jobs/not_logged": len(unlogged)}, step=step)
+    step = parent.metric_steps(JOBS_PREFIX + "finished")
+    parent.log_metrics({JOBS_PREFIX + "finished": len(summary.finished), JOBS_PREFIX + "failed": failed,
+                        JOBS_PREFIX + "not_logged": len(unlogged)}, step=step)
     if not summary.means.empty:
         parent.log_table(summary.means.reset_index(), SUMMARY_TABLE)
+    summarise_parent(parent, summary, handle)
     parent.log_files(files)
     problems = []
     if failed or not (summary.systems or unlogged):
         problems.append(f"{failed} of {len(summary.systems)} jobs failed" if summary.systems else "no job ran")
     if unlogged:
-        problems.append(f"{len(unlogged)} job(s) computed but not logged: run python -m pipeline.sync {sweep_dir}")
+        problems.append(f"{len(unlogged)} job(s) computed but not logged: run {sync_command(sweep_dir)}")
     state = sweep_state(sweep_dir)
     if state.missing:
         problems.append(f"incomplete: {state.counts()}")
@@ -73,8 +92,8 @@ def run_sweep_gate(config: Any, summary: SweepSummary, parent: Tracker, experime
 
     state = sweep_state(sweep_dir)
     if state.pending:
-        print(f"{PROG}: gate not run: {len(state.pending)} job(s) are not logged yet; python -m pipeline.sync "
-              f"{sweep_dir} logs them and runs the gate", file=sys.stderr, flush=True)
+        print(f"{PROG}: gate not run: {len(state.pending)} job(s) are not logged yet; {sync_command(sweep_dir)} "
+              f"logs them and runs the gate", file=sys.stderr, flush=True)
         return EXIT_ERROR
     if state.missing:
         print(f"{PROG}: gate not run: the sweep is not complete ({state.counts()}): a gate never judges a partial "
@@ -104,6 +123,33 @@ def write_summary(summary: SweepSummary, text: str, sweep_dir: Path) -> list[Pat
             frame.to_csv(sweep_dir / name)
             files.append(sweep_dir / name)
     return files
+
+
+def sync_command(sweep_dir: Path) -> str:
+    return commands.line(commands.module("pipeline.sync", str(sweep_dir)))
+
+
+def summarise_parent(parent: Tracker, summary: SweepSummary, handle: SweepHandle | None) -> None:
+    """What a collapsed runs list shows of a sweep: the corpus (dataset input), the swept keys and their values
+    (params), the best system's primary metric with its interval (metrics) and its name (tag)."""
+    finished = summary.finished
+    if not finished:
+        return
+    parent.copy_datasets(finished[0].run_id)
+    if handle is not None and handle.points:
+        swept = {}
+        for point in handle.points:
+            for override in point:
+                key, _, value = override.lstrip("+~").partition("=")
+                if key in handle.varying:
+                    swept.setdefault(key, []).append(value)
+        known = parent.params()  # params never change: a resumed sweep's parent has them already
+        parent.log_params({k: ",".join(dict.fromkeys(v)) for k, v in swept.items() if k not in known})
+    best = next((s for s in finished if s.name == summary.best), None)
+    if best is not None:
+        key = summary.primary.mlflow_key
+        parent.log_metrics({k: best.metrics[k] for k in (key, key + LOWER, key + UPPER) if k in best.metrics},
+                           tags={TAG_BEST: f"{best.name} ({summary.primary.name})"})
 
 
 def children_closed(parent: Tracker, experiment_id: str, reason: str | None = None) -> list[SystemRun]:

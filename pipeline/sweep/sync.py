@@ -14,7 +14,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from metrics.errors import InputError
-from pipeline.common.names import MULTIRUN_CONFIG, PROG, RECORD_FILE, TAG_OVERRIDES
+from pipeline.common.names import JOBS_PREFIX, MULTIRUN_CONFIG, PROG, RECORD_FILE, TAG_OVERRIDES
 from pipeline.common.redact import redact_text
 from pipeline.job.context import SweepHandle
 from pipeline.sweep.close import close_sweep, run_sweep_gate
@@ -97,7 +97,7 @@ def _close(client: MlflowClient, uri: str, handle: SweepHandle, folder: Path, lo
         print(f"{SAYS}: the sweep is not complete: {state.counts()}; complete it with: {handle.resume_command()}",
               file=sys.stderr, flush=True)
         return 1
-    complete = before.info.status == "FINISHED" and not before.data.metrics.get("jobs/not_logged")
+    complete = before.info.status == "FINISHED" and not before.data.metrics.get(JOBS_PREFIX + "not_logged")
     if complete and not logged:
         print(f"{SAYS}: {state.counts()}: every result of {folder} is in MLflow; the sweep's parent run "
               f"{handle.parent_run_id} is complete", flush=True)

@@ -23,12 +23,21 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from metrics.comparison import compare
 from metrics.errors import InputError
-from pipeline.common.names import OPTIMISATION_RESULTS, TAG_KIND, TAG_TUNE_ROLE, TUNING_TABLE, TUNING_TEXT
+from pipeline.common.names import (
+    JOBS_PREFIX,
+    LOWER,
+    OPTIMISATION_RESULTS,
+    TAG_KIND,
+    TAG_TUNE_ROLE,
+    TUNING_TABLE,
+    TUNING_TEXT,
+    UPPER,
+)
 from pipeline.common.redact import redact_text
 from pipeline.config.build import metric_plan
 from pipeline.config.hydra_internals import compose_job
 from pipeline.config.plan import JobPlan
-from pipeline.job.context import JobContext, SweepHandle, short_value
+from pipeline.job.context import JobContext, SweepHandle, corpus_label, run_name, short_value
 from pipeline.job.run import JobOutcome, execute_job
 from pipeline.reports.text import format_table, number
 from pipeline.sweep.close import children_closed
@@ -169,7 +178,7 @@ def finish_tuning(config: DictConfig, parent: Tracker, handle: SweepHandle, tria
     plan = metric_plan(config.metrics)
     best = read_best(sweep_dir)
     failed = [t for t in trials if not t.finished]
-    parent.log_metrics({"jobs/finished": len(trials) - len(failed), "jobs/failed": len(failed)})
+    parent.log_metrics({JOBS_PREFIX + "finished": len(trials) - len(failed), JOBS_PREFIX + "failed": len(failed)})
     if best is None:
         return "no trial finished: nothing to evaluate on the held-out split"
     split, holdout = tuning_split(config.corpus), str(config.tune.holdout)
@@ -186,7 +195,8 @@ def finish_tuning(config: DictConfig, parent: Tracker, handle: SweepHandle, tria
         outcome = execute_job(cfg, ctx, tags={TAG_KIND: label, TAG_TUNE_ROLE: f"{label}/{role}"}, report=False)
         if outcome.result is None:
             return f"the {label} configuration could not be evaluated on split {on!r} (see its run)"
-        parent.client.update_run(outcome.run_id, name=redact_text(f"{outcome.result.system} [{label}, {on}]"))
+        result = outcome.result
+        parent.rename(outcome.run_id, run_name(f"{result.system} [{label}]", corpus_label(result.collection.name, on)))
         done.append(Evaluated(label, role, on, outcome))
     text = tuning_report(title, plan, trials, best, done, same_split=split == holdout)
     print(f"\n{text}", flush=True)
@@ -230,8 +240,8 @@ def tuning_report(title: str, plan: MetricPlan, trials: list[SystemRun], best: B
     for t in ranked[:TOP_TRIALS]:
         m = t.metrics
         rows.append((str(t.job), t.name, number(m.get(primary.mlflow_key, float("nan"))),
-                     f"[{number(m.get(primary.mlflow_key + '/ci_low', float('nan')))}, "
-                     f"{number(m.get(primary.mlflow_key + '/ci_high', float('nan')))}]"))
+                     f"[{number(m.get(primary.mlflow_key + LOWER, float('nan')))}, "
+                     f"{number(m.get(primary.mlflow_key + UPPER, float('nan')))}]"))
     parts.append(f"Best trials by {primary.name} on {tuned_here.split}\n" + format_table(rows, align="rlrl"))
     chosen = " ".join(f"{k}={short_value(str(v))}" for k, v in best.params.items())
     again = tuned_here.outcome.result.intervals[primary.name].mean
@@ -276,18 +286,18 @@ def tuning_report(title: str, plan: MetricPlan, trials: list[SystemRun], best: B
 
 
 def _parent_metrics(plan: MetricPlan, best: Best, done: list[Evaluated]) -> dict[str, float]:
-    """``tuned/holdout/ndcg_at_10`` (and ``/ci_low``, ``/ci_high``), ``untuned/tuning/...``, ``gain/holdout/...``."""
+    """``tuned/holdout/ndcg_at_10`` (with its ``_ci_lower``, ``_ci_upper``), ``untuned/tuning/...``, ``gain/...``."""
     out = {f"tune/best_trial/{plan.primary.mlflow_key}": best.value}
     for e in done:
         for spec in plan.specs:
             iv = e.outcome.result.intervals[spec.name]
             key = f"{e.label}/{e.role}/{spec.mlflow_key}"
-            out.update({key: iv.mean, f"{key}/ci_low": iv.low, f"{key}/ci_high": iv.high})
+            out.update({key: iv.mean, key + LOWER: iv.low, key + UPPER: iv.high})
     for role, table in _gains(done, plan).items():
         for spec in plan.show:
             r = table.loc[spec.name]
             key = f"gain/{role}/{spec.mlflow_key}"
-            out.update({key: r.difference, f"{key}/ci_low": r.ci_low, f"{key}/ci_high": r.ci_high})
+            out.update({key: r.difference, key + LOWER: r.ci_low, key + UPPER: r.ci_high})
     return out
 
 

@@ -20,19 +20,29 @@ from pipeline.common.names import (
     BASELINE_TAG,
     COMPARISON_TABLE,
     KIND_COMPARISON,
+    LOWER,
     ONE_SIDE_FILE,
+    QUESTIONS_PREFIX,
     TAG_COMPARE_BASELINE,
     TAG_COMPARE_CANDIDATE,
     TAG_COMPARE_DIGEST,
     TAG_COMPARE_VERDICT,
+    TAG_CORPUS,
     TAG_GATE,
     TAG_GATE_REASON,
     TAG_KIND,
+    UPPER,
 )
-from pipeline.tracking.client import MlflowClient, Run
+from pipeline.tracking.client import MlflowClient, MlflowException, Run
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.search import first_run, search_runs
-from pipeline.tracking.selectors import literal
+from pipeline.tracking.selectors import corpus_of, literal
+from pipeline.tracking.store import EXPERIMENT_TAGS
+
+# per metric: the comparison table's column -> the suffix of its MLflow key (bounds next to the difference)
+COLUMNS = {"baseline": "_baseline", "candidate": "_candidate", "difference": "_difference",
+           "ci_low": "_difference" + LOWER, "ci_high": "_difference" + UPPER, "p_value": "_p_value",
+           "p_holm": "_p_holm"}
 
 
 class Side(Protocol):
@@ -54,11 +64,14 @@ class Side(Protocol):
 def record_comparison(client: MlflowClient, baseline: Side, candidate: Side, comparison: Comparison, verdict: str,
                       resamples: int, permutations: int, seed: int, tags: Mapping[str, str] | None = None,
                       gate_result: GateResult | None = None) -> str:
-    """The comparison as an MLflow run beside the candidate: both ids as tags, the table via ``log_table``.
+    """The comparison as an MLflow run of the comparisons experiment (``<experiment> comparisons``, apart from the
+    evaluations, whose metric names it would otherwise reuse with another meaning): both ids as tags, per metric
+    ``<metric>_baseline``, ``_candidate``, ``_difference`` (with ``_ci_lower``/``_ci_upper``), ``_p_value``,
+    ``_p_holm``, and the table via ``log_table``. Named with both sides and the corpus.
 
     The same comparison (same runs, metrics, settings and gate decision) is recorded once: asked again (a
     resumed sweep, a repeated command) it returns the run that already holds it."""
-    experiment_id = candidate.run.info.experiment_id
+    experiment_id = comparisons_experiment(client, candidate.run.info.experiment_id)
     digest = _digest([baseline.run_id, candidate.run_id, list(comparison.table.index), comparison.confidence,
                       resamples, permutations, seed, gate_result.reason if gate_result else None,
                       sorted((tags or {}).items())])
@@ -79,19 +92,21 @@ def record_comparison(client: MlflowClient, baseline: Side, candidate: Side, com
     if gate_result is not None:
         run_tags[TAG_GATE] = "pass" if gate_result.passed else "regression"
         run_tags[TAG_GATE_REASON] = gate_result.reason[:5000]
-    tracker = Tracker.start(client, experiment_id, f"{candidate.name} vs {baseline.name}", run_tags)
+    corpora = list(dict.fromkeys(corpus_of(side.run) or "?" for side in (candidate, baseline)))
+    name = f"{candidate.name} vs {baseline.name} · {' vs '.join(corpora)}"
+    tracker = Tracker.start(client, experiment_id, name, run_tags)
     try:
         tracker.log_params({"confidence": comparison.confidence, "resamples": resamples,
                             "permutations": permutations, "seed": seed, "metrics": list(comparison.table.index)})
         values: dict[str, float] = {
-            "questions/common": len(candidate.table.index.intersection(baseline.table.index)),
-            "questions/only_in_baseline": len(comparison.only_in_baseline),
-            "questions/only_in_candidate": len(comparison.only_in_candidate),
+            QUESTIONS_PREFIX + "common": len(candidate.table.index.intersection(baseline.table.index)),
+            QUESTIONS_PREFIX + "only_in_baseline": len(comparison.only_in_baseline),
+            QUESTIONS_PREFIX + "only_in_candidate": len(comparison.only_in_candidate),
         }
         for metric, row in comparison.table.iterrows():
             key = parse_metric(str(metric)).mlflow_key
-            for column in ("baseline", "candidate", "difference", "ci_low", "ci_high", "p_value", "p_holm"):
-                values[f"{key}/{column}"] = float(row[column])
+            for column, logged in COLUMNS.items():
+                values[key + logged] = float(row[column])
         tracker.log_metrics(values)
         tracker.log_table(comparison.table.reset_index(), COMPARISON_TABLE)
         if comparison.only_in_baseline or comparison.only_in_candidate:
@@ -103,6 +118,22 @@ def record_comparison(client: MlflowClient, baseline: Side, candidate: Side, com
         raise
     tracker.finish()
     return tracker.run_id
+
+
+def comparisons_experiment(client: MlflowClient, evaluations: str) -> str:
+    """The experiment comparisons of ``evaluations``' runs are recorded in (made when first needed)."""
+    source = client.get_experiment(evaluations)
+    name = f"{source.name} comparisons"
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        if found.lifecycle_stage == "deleted":
+            client.restore_experiment(found.experiment_id)
+        return found.experiment_id
+    local = source.artifact_location if str(source.artifact_location).startswith("file:") else None
+    try:
+        return client.create_experiment(name, artifact_location=local, tags=EXPERIMENT_TAGS)
+    except MlflowException:  # made meanwhile by another process
+        return client.get_experiment_by_name(name).experiment_id
 
 
 def _digest(parts: list[object]) -> str:
@@ -118,14 +149,16 @@ def baseline_tag(selector: str) -> tuple[str, str]:
 
 
 def promote(client: MlflowClient, candidate: Run, tag: tuple[str, str] = BASELINE_TAG) -> list[str]:
-    """Make ``candidate`` the baseline of its experiment; returns the run ids that were the baseline before.
+    """Make ``candidate`` the baseline of its corpus in its experiment; returns the runs that were the baseline of
+    that corpus before (a baseline of another corpus keeps its tag).
 
     The new baseline gets the tag (and ``KEY/since``, ``KEY/replaces``); each previous one loses it and keeps
     ``KEY/previous=true``, ``KEY/replaced_by`` and ``KEY/until``: the history stays searchable in MLflow.
     """
     key, value = tag
     experiment_id = candidate.info.experiment_id
-    query = f"tags.`{key}` = {literal(value)}"
+    corpus = corpus_of(candidate)
+    query = f"tags.`{key}` = {literal(value)}" + (f" and tags.`{TAG_CORPUS}` = {literal(corpus)}" if corpus else "")
     previous = [r.info.run_id for r in search_runs(client, [experiment_id], query)
                 if r.info.run_id != candidate.info.run_id]
     now = datetime.now(UTC).isoformat(timespec="seconds")

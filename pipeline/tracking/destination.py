@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from pipeline.common import commands
 from pipeline.common.names import PROG, TAG_CONFIG_DIGEST
 from pipeline.common.redact import redact_text
 from pipeline.tracking.client import MlflowClient
@@ -102,5 +103,5 @@ class Destination:
         """The line that says where the unlogged results wait, and the command that logs them."""
         folder = sweep_dir if sweep_dir is not None else output_dir
         return (f"results saved in {output_dir} but not logged: the tracking store {redact_text(self.uri)} did not "
-                f"answer ({reason}); once it does, run: python -m pipeline.sync {folder}")
+                f"answer ({reason}); once it does, run: {commands.line(commands.module('pipeline.sync', str(folder)))}")
 

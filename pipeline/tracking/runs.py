@@ -130,6 +130,21 @@ class Tracker:
                     raise
                 time.sleep(0.2 + random.random() * 0.5)
 
+    def rename(self, run_id: str, name: str) -> None:
+        """Give another run of this store a new name (masked)."""
+        self.client.update_run(run_id, name=redact_text(name))
+
+    def params(self) -> dict[str, str]:
+        """The params the run holds already."""
+        return dict(self.client.get_run(self.run_id).data.params)
+
+    def copy_datasets(self, run_id: str) -> None:
+        """The dataset inputs of another run (a sweep's parent shows its children's corpus)."""
+        inputs = self.client.get_run(run_id).inputs
+        entities = [DatasetInput(i.dataset, tags=list(i.tags)) for i in (inputs.dataset_inputs if inputs else [])]
+        if entities:
+            self.client.log_inputs(self.run_id, datasets=entities)
+
     def log_table(self, frame: pd.DataFrame, artifact_file: str) -> None:
         """An MLflow table. Logged again (a resumed sweep's parent), it replaces the old one: MLflow would append."""
         safe = redacted_frame(frame)

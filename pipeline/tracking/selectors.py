@@ -1,14 +1,17 @@
 """Name a run the way people think of it: by id, by name, by tag, as the best or the latest of an experiment.
 
-Selectors (see README, "Comparing runs"):
+Selectors (see docs/compare-gate-schedule.md):
 
 - a run id (32 hex digits), in any experiment;
 - ``tag:KEY=VALUE``: the most recent finished run carrying that tag (``tag:baseline=true``);
 - ``best:METRIC``: the finished run with the highest value of METRIC (``best:ndcg_at_10`` or ``best:ndcg@10``);
 - ``latest``: the most recent finished run;
-- ``name:NAME`` or just ``NAME``: the most recent finished run of that name (``BM25``, ``BM25 k1=0.9``).
+- ``name:NAME`` or just ``NAME``: the most recent finished run of that system (``BM25``, ``BM25 k1=0.9``) or run name
+  (``BM25 k1=0.9 · scifact``).
 
-Only evaluated runs count (a sweep's jobs and single runs): never a sweep's parent or a recorded comparison.
+Only evaluated runs count (a sweep's jobs and single runs): never a sweep's parent or a recorded comparison. A
+``corpus`` narrows every selector but a run id to the runs measured on that corpus; without one, a selector whose
+candidates were measured on several corpora is refused, naming them: a name or ``best:`` never picks a corpus for you.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ import re
 
 from metrics.errors import InputError
 from metrics.spec import parse_metric
-from pipeline.common.names import EVALUATED_KINDS, TAG_KIND
+from pipeline.common.names import EVALUATED_KINDS, TAG_CORPUS, TAG_KIND, TAG_SYSTEM
 from pipeline.tracking.client import MlflowClient, Run
-from pipeline.tracking.search import first_run
+from pipeline.tracking.search import search_runs
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+NEWEST = ["attributes.start_time DESC"]
+SHOWN = 6  # candidates an ambiguity error lists
 
 
 class SelectorError(InputError):
@@ -33,7 +38,7 @@ class NoMatch(SelectorError):
 
 
 def describe(run: Run) -> str:
-    """``BM25 k1=0.9 (run 3f2a...)`` for messages."""
+    """``BM25 k1=0.9 · scifact (run 3f2a...)`` for messages."""
     return f"{run.info.run_name} (run {run.info.run_id})"
 
 
@@ -45,8 +50,14 @@ def metric_key(text: str) -> str:
         return text
 
 
-def resolve(client: MlflowClient, experiment_id: str | None, selector: str) -> Run:
-    """The one run ``selector`` names (a run id in any experiment; anything else within ``experiment_id``)."""
+def corpus_of(run: Run) -> str | None:
+    """The corpus a run was measured on (None for a run that does not say)."""
+    return run.data.tags.get(TAG_CORPUS) or run.data.params.get("corpus.name") or None
+
+
+def resolve(client: MlflowClient, experiment_id: str | None, selector: str, corpus: str | None = None) -> Run:
+    """The one run ``selector`` names (a run id in any experiment; anything else within ``experiment_id``, and
+    within ``corpus`` when given)."""
     selector = selector.strip()
     if not selector:
         raise SelectorError("empty run selector")
@@ -62,15 +73,50 @@ def resolve(client: MlflowClient, experiment_id: str | None, selector: str) -> R
         key, eq, wanted = value.partition("=")
         if not eq or not key:
             raise SelectorError(f"selector {selector!r}: expected tag:KEY=VALUE")
-        return _first(client, experiment_id, f"tags.`{key}` = {literal(wanted)}", selector)
+        return _one(client, experiment_id, [f"tags.`{key}` = {literal(wanted)}"], selector, corpus)
     if kind == "best" and value:
         key = metric_key(value)
-        return _first(client, experiment_id, f"metrics.`{key}` >= -1e300", selector,
-                      order=[f"metrics.`{key}` DESC", "attributes.start_time ASC"])
-    if selector == "latest":
-        return _first(client, experiment_id, "", selector)
+        return _one(client, experiment_id, [f"metrics.`{key}` >= -1e300"], selector, corpus,
+                    order=[f"metrics.`{key}` DESC", "attributes.start_time ASC"])
+    if selector == "latest":  # defined by time alone: the newest run, whatever its corpus
+        return _one(client, experiment_id, [], selector, corpus, any_corpus=True)
     name = value if kind == "name" and value else selector
-    return _first(client, experiment_id, f"attributes.run_name = {literal(name)}", selector)
+    by_system = _matches(client, experiment_id, [f"tags.`{TAG_SYSTEM}` = {literal(name)}"], NEWEST, corpus)
+    by_name = _matches(client, experiment_id, [f"attributes.run_name = {literal(name)}"], NEWEST, corpus)
+    seen = {r.info.run_id for r in by_system}
+    found = sorted([*by_system, *(r for r in by_name if r.info.run_id not in seen)],
+                   key=lambda r: -r.info.start_time)
+    return _pick(found, selector, client, experiment_id, corpus)
+
+
+def _matches(client: MlflowClient, experiment_id: str, clauses: list[str], order: list[str],
+             corpus: str | None) -> list[Run]:
+    """Every finished evaluated run matching ``clauses`` (and ``corpus``), in ``order``."""
+    query = [*clauses, "attributes.status = 'FINISHED'"]
+    if corpus:
+        query.append(f"tags.`{TAG_CORPUS}` = {literal(corpus)}")
+    return [r for r in search_runs(client, [experiment_id], " and ".join(query), order)
+            if r.data.tags.get(TAG_KIND, "run") in EVALUATED_KINDS]
+
+
+def _one(client: MlflowClient, experiment_id: str, clauses: list[str], selector: str, corpus: str | None,
+         order: list[str] | None = None, any_corpus: bool = False) -> Run:
+    found = _matches(client, experiment_id, clauses, order or NEWEST, corpus)
+    return _pick(found[:1] if any_corpus else found, selector, client, experiment_id, corpus)
+
+
+def _pick(found: list[Run], selector: str, client: MlflowClient, experiment_id: str, corpus: str | None) -> Run:
+    """The first of ``found``, unless they span several corpora and no corpus was named."""
+    if not found:
+        where = f"experiment {_experiment_name(client, experiment_id)!r}" + (f", corpus {corpus!r}" if corpus else "")
+        raise NoMatch(f"no finished run matches {selector!r} in {where}")
+    corpora = list(dict.fromkeys(corpus_of(r) or "?" for r in found))
+    if corpus is None and len(corpora) > 1:
+        firsts = [next(r for r in found if (corpus_of(r) or "?") == c) for c in corpora]
+        listed = "; ".join(f"{corpus_of(r) or '?'}: {describe(r)}" for r in firsts[:SHOWN])
+        raise SelectorError(f"{selector!r} matches runs on {len(corpora)} corpora ({listed}): name one with "
+                            f"--corpus NAME")
+    return found[0]
 
 
 def literal(text: str) -> str:
@@ -80,17 +126,6 @@ def literal(text: str) -> str:
     if '"' not in text:
         return f'"{text}"'
     raise SelectorError(f"cannot search for {text!r}: it holds both kinds of quote")
-
-
-def _first(client: MlflowClient, experiment_id: str, query: str, selector: str,
-           order: list[str] | None = None) -> Run:
-    clauses = [c for c in (query, "attributes.status = 'FINISHED'") if c]
-    match = first_run(client, [experiment_id], " and ".join(clauses), order or ["attributes.start_time DESC"],
-                      lambda run: run.data.tags.get(TAG_KIND, "run") in EVALUATED_KINDS)
-    if match is None:
-        where = f"experiment {_experiment_name(client, experiment_id)!r}"
-        raise NoMatch(f"no finished run matches {selector!r} in {where}")
-    return match
 
 
 def _experiment_name(client: MlflowClient, experiment_id: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metrics.errors import InputError
+from pipeline.common import commands
 from pipeline.common.names import ARTIFACT_DIR, DB_NAME, DEFAULT_EXPERIMENT
 from pipeline.common.redact import one_line, redact_text
 from pipeline.tracking.client import MlflowClient, MlflowException
@@ -24,6 +25,8 @@ from pipeline.tracking.client import MlflowClient, MlflowException
 SQLITE = "sqlite:///"
 _OS_REASON = re.compile(r"\[Errno -?\d+\] ([^\"')\]]+)")
 STORE_ERRORS: tuple[type[BaseException], ...] = (MlflowException, OSError)  # what a store that does not answer raises
+# The MLflow UI opens an experiment of this kind on its runs (not on the GenAI traces overview of an untagged one).
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 _opened: set[str] = set()  # SQLite stores this process has connected to (created and migrated)
 
 
@@ -111,9 +114,13 @@ class Store:
         if found is not None:
             if found.lifecycle_stage == "deleted":
                 client.restore_experiment(found.experiment_id)
+            if not found.tags.get("mlflow.experimentKind"):  # a store made before rankscope tagged experiments
+                for key, value in EXPERIMENT_TAGS.items():
+                    client.set_experiment_tag(found.experiment_id, key, value)
             return cls(client, uri, found.experiment_id)
         try:
-            return cls(client, uri, client.create_experiment(experiment, artifact_location=artifact_location(uri)))
+            return cls(client, uri, client.create_experiment(experiment, artifact_location=artifact_location(uri),
+                                                             tags=EXPERIMENT_TAGS))
         except MlflowException:  # created meanwhile by another process
             found = client.get_experiment_by_name(experiment)
             if found is None:
@@ -160,4 +167,6 @@ def run_location(uri: str, experiment_id: str, run_id: str) -> str:
     """Where to look at a run: its UI page on a server, else the command that opens the UI on the store."""
     if uri.startswith(("http://", "https://")):
         return redact_text(f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}")
-    return redact_text(f"run {run_id} in {uri} (open the UI: mlflow ui --backend-store-uri {uri})")
+    ui = commands.line(commands.module("mlflow", "ui", "--backend-store-uri", uri))
+    return redact_text(f"run {run_id} in {uri} (open the UI: {ui}, then http://127.0.0.1:5000/#/experiments/"
+                       f"{experiment_id}/runs/{run_id})")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from mlflow import MlflowClient
 
+from pipeline.common.names import CACHE_PREFIX
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -38,7 +40,7 @@ def job_runs(folder: Path) -> list:
 
 
 def counters(run) -> dict[str, int]:
-    return {k.removeprefix("cache/"): int(v) for k, v in run.data.metrics.items() if k.startswith("cache/")}
+    return {k.removeprefix(CACHE_PREFIX): int(v) for k, v in run.data.metrics.items() if k.startswith(CACHE_PREFIX)}
 
 
 def by_system(runs: list) -> dict[str, object]:

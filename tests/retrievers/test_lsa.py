@@ -33,3 +33,24 @@ def test_a_question_with_no_known_term_scores_zero_everywhere(helpdesk_collectio
 def test_too_many_dimensions_is_a_plain_error(helpdesk_collection):
     with pytest.raises(ValueError, match="too large"):
         LSA(dims=28).index(helpdesk_collection)
+
+
+def test_unset_dimensions_follow_the_corpus_and_give_spec_six_on_the_help_desk_corpus(helpdesk_collection):
+    from retrievers.lsa import auto_dims
+
+    lsa = LSA().index(helpdesk_collection)
+    assert lsa.used_dims == 6 == auto_dims(28) and lsa.notes() == []
+    assert (auto_dims(1400), auto_dims(5183), auto_dims(10)) == (280, 300, 6)
+
+
+def test_an_explicit_dimension_count_far_too_small_for_the_corpus_is_reported():
+    from retrievers.text import Tokenizer
+
+    class Docs:
+        doc_ids = [f"d{i:04d}" for i in range(600)]
+        doc_texts = [f"w{i % 97} w{i % 89} w{i % 83} common" for i in range(600)]
+
+    lsa = LSA(dims=6, tokenizer=Tokenizer(stopwords=frozenset())).index(Docs())
+    (note,) = lsa.notes()
+    assert "6 dimensions for 600 documents" in note and "(120 here)" in note
+    assert LSA(dims=13, tokenizer=Tokenizer(stopwords=frozenset())).index(Docs()).notes() == []

@@ -41,7 +41,8 @@ def test_bm25_fails_exactly_q02_by_vocabulary_gap_and_q10_by_homonymy(tables):
     assert classes_of(table) == {"q02": "vocabulary_gap", "q10": "homonymy"}
     assert table.index[table["missed"]].tolist() == ["q02", "q10"]
     assert failure_metrics(table) == {
-        "failures/vocabulary_gap": 1, "failures/homonymy": 1, "failures/late_rank": 0, "failures/duplicates": 0,
+        "system/rankscope/failures/vocabulary_gap": 1, "system/rankscope/failures/homonymy": 1,
+        "system/rankscope/failures/late_rank": 0, "system/rankscope/failures/duplicates": 0,
     }
 
 

@@ -97,7 +97,7 @@ def test_defaults_reproduce_spec():
     assert cfg.retriever._target_ == "retrievers.BM25"
     assert (cfg.retriever.k1, cfg.retriever.b, cfg.depth) == (1.2, 0.75, 100)
     lsa = composed("retriever=lsa").retriever
-    assert (lsa._target_, lsa.dims, lsa.algorithm, lsa.seed) == ("retrievers.LSA", 6, "arpack", 0)
+    assert (lsa._target_, lsa.dims, lsa.algorithm, lsa.seed) == ("retrievers.LSA", None, "arpack", 0)  # dims follow
     weighted = composed("retriever=weighted").retriever
     assert weighted._target_ == "retrievers.WeightedSum" and (weighted.alpha, weighted.depth) == (0.5, 10)
     rrf = composed("retriever=rrf").retriever
@@ -175,3 +175,11 @@ def test_out_of_range_values_are_reported_with_their_key():
     cfg = composed("retriever=weighted", "retriever.alpha=1.5")
     with pytest.raises(InputError, match="retriever: alpha must be within"):
         built(cfg)
+
+
+def test_the_shown_columns_and_the_primary_metric_follow_the_cutoffs():
+    plan = metric_plan(composed("metrics.k=[10]").metrics)
+    assert [s.name for s in plan.show] == ["hit_rate@10", "recall@10", "mrr", "ndcg@10"]
+    assert plan.primary.name == "ndcg@10" and {s.k for s in plan.specs} == {10, None}
+    assert [s.name for s in metric_plan(composed("metrics.k=[4,6]").metrics).show] == [
+        "hit_rate@4", "recall@6", "mrr", "ndcg@6"]

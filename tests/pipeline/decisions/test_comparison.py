@@ -26,7 +26,10 @@ def compare(folder, *args: str) -> int:
 
 
 def comparisons(client: MlflowClient) -> list:
-    experiment = client.get_experiment_by_name("rankscope")
+    """Comparisons live in an experiment of their own, apart from the evaluations."""
+    experiment = client.get_experiment_by_name("rankscope comparisons")
+    if experiment is None:
+        return []
     return client.search_runs([experiment.experiment_id], "tags.`rankscope.kind` = 'comparison'")
 
 
@@ -43,7 +46,11 @@ def test_two_runs_of_the_same_system_are_indistinguishable_with_an_interval_arou
     table = pd.read_json(local, orient="split")
     assert len(table) == 10 and set(table["verdict"]) == {"indistinguishable"}
     assert (table["ci_low"] <= 0).all() and (table["ci_high"] >= 0).all() and (table["difference"] == 0).all()
-    assert recorded.data.metrics["ndcg_at_5/difference"] == 0 and recorded.data.metrics["questions/common"] == 14
+    assert recorded.data.metrics["ndcg_at_5_difference"] == 0
+    assert recorded.data.metrics["system/rankscope/questions/common"] == 14
+    assert recorded.info.run_name == "BM25 vs BM25 · helpdesk"
+    evaluations = client.get_experiment_by_name("rankscope").experiment_id
+    assert client.search_runs([evaluations], "tags.`rankscope.kind` = 'comparison'") == []
 
 
 def test_the_same_comparison_is_recorded_once(helpdesk_store):
@@ -76,7 +83,7 @@ def test_promote_moves_the_baseline_tag_and_keeps_the_history(helpdesk_store, ca
     client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
     client.set_tag(runs["first"], "baseline", "true")
     assert compare(folder, "tag:baseline=true", runs["second"], "--promote") == 0
-    assert f"Promoted BM25 (run {runs['second']}) to baseline (baseline=true); previous baseline: {runs['first']}" \
+    assert f"Promoted BM25 · helpdesk (run {runs['second']}) to baseline (baseline=true); previous baseline: {runs['first']}" \
         in capsys.readouterr().out
     old, new = client.get_run(runs["first"]).data.tags, client.get_run(runs["second"]).data.tags
     assert "baseline" not in old and old["baseline/previous"] == "true"

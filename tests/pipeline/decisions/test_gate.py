@@ -143,13 +143,14 @@ def test_a_sweep_with_gate_default_exits_1_on_a_regression(launch_dir):
     experiment = [client.get_experiment_by_name("rankscope").experiment_id]
     (parent,) = client.search_runs(experiment, "tags.`rankscope.kind` = 'sweep'")
     assert parent.info.status == "FINISHED" and parent.data.tags["rankscope.gate"] == "regression"
-    (recorded,) = client.search_runs(experiment, "tags.`rankscope.kind` = 'comparison'")
+    comparisons = [client.get_experiment_by_name("rankscope comparisons").experiment_id]
+    (recorded,) = client.search_runs(comparisons, "tags.`rankscope.kind` = 'comparison'")
     assert recorded.data.tags["rankscope.compare.baseline"] == baseline
     assert recorded.data.tags["rankscope.sweep_parent"] == parent.info.run_id
 
 
 def test_gating_the_baseline_against_itself_passes_with_a_warning_and_records_nothing(store, capsys):
-    experiment = store.client.get_experiment_by_name("rankscope").experiment_id
+    experiment = store.client.get_experiment_by_name("rankscope comparisons").experiment_id
     before = store.client.search_runs([experiment], "tags.`rankscope.kind` = 'comparison'")
     assert store.gate("tag:baseline=true") == 0
     line = one_line(capsys.readouterr().out)

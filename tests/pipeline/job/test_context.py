@@ -17,6 +17,16 @@ def test_a_grid_point_is_named_by_the_values_that_set_it_apart():
     assert system_name("BM25", overrides, ["retriever.k1", "retriever.b"]) == "BM25 k1=0.9 b=0.4"
 
 
+def test_a_single_run_is_named_by_every_setting_it_overrides():
+    overrides = ["retriever.k1=0.9", "metrics=beir", "corpus=scifact", "depth=50", "tracking.uri=sqlite:///x.db"]
+    assert system_name("BM25", overrides, []) == "BM25 k1=0.9 depth=50"
+
+
+def test_a_swapped_fusion_component_is_in_the_name():
+    overrides = ["retriever=rrf", "retriever@retriever.components.second=dense"]
+    assert system_name("RRF", overrides, []) == "RRF components.second=dense"
+
+
 def test_a_swept_path_is_named_by_its_last_part():
     name = system_name("BM25", ["corpus.path=/data/beir/collections/scifact"], ["corpus.path"])
     assert name == "BM25 corpus.path=.../scifact"

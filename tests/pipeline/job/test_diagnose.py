@@ -25,6 +25,7 @@ from pipeline.analysis.diagnosis import (
     diagnose,
     diagnosis_from_table,
 )
+from pipeline.common.names import FAILURES_PREFIX as FAILURES
 from pipeline.config.build import metric_plan
 from pipeline.config.plan import diagnosis_settings, histogram_metric
 from pipeline.job.diagnose import JobDiagnosis
@@ -73,9 +74,10 @@ class Page(HTMLParser):
 def test_the_bm25_run_counts_one_vocabulary_gap_and_one_homonymy(four_systems):
     _, _, children = runs(four_systems[0])
     m = children["BM25"].data.metrics
-    assert {k: m[k] for k in m if k.startswith("failures/")} == {
-        "failures/vocabulary_gap": 1, "failures/homonymy": 1, "failures/late_rank": 0, "failures/duplicates": 0}
-    assert children["LSA"].data.metrics["failures/late_rank"] == 1  # SPEC: LSA finds q10's backup2 at rank 13
+    assert {k: m[k] for k in m if k.startswith("system/rankscope/failures/")} == {
+        "system/rankscope/failures/vocabulary_gap": 1, "system/rankscope/failures/homonymy": 1,
+        "system/rankscope/failures/late_rank": 0, "system/rankscope/failures/duplicates": 0}
+    assert children["LSA"].data.metrics[f"{FAILURES}late_rank"] == 1  # SPEC: LSA finds q10's backup2 at rank 13
 
 
 def test_the_logged_table_marks_q02_and_q10_with_their_evidence(four_systems, tmp_path):

@@ -45,8 +45,8 @@ def child(name: str, job: int, ndcg: list[float], digest: str = "d1", status: st
     metrics = {}
     for spec in SHOW:
         mean = float(table[spec.name].mean())
-        metrics.update({spec.mlflow_key: mean, f"{spec.mlflow_key}/ci_low": mean - 0.1,
-                        f"{spec.mlflow_key}/ci_high": min(1.0, mean + 0.1)})
+        metrics.update({spec.mlflow_key: mean, f"{spec.mlflow_key}_ci_lower": mean - 0.1,
+                        f"{spec.mlflow_key}_ci_upper": min(1.0, mean + 0.1)})
     return SystemRun(f"run{job}", name, status, job, metrics, corpus_digest=digest,
                      per_question=table if status == "FINISHED" else None)
 
@@ -79,8 +79,8 @@ def test_long_means_pairs_every_system_and_shown_metric_with_its_bounds():
     for row in frame.itertuples():
         key = parse_metrics(row.metric)[0].mlflow_key
         metrics = {"A": A, "B": B}[row.system].metrics
-        assert (row.mean, row.ci_low, row.ci_high) == (metrics[key], metrics[f"{key}/ci_low"],
-                                                       metrics[f"{key}/ci_high"])
+        assert (row.mean, row.ci_low, row.ci_high) == (metrics[key], metrics[f"{key}_ci_lower"],
+                                                       metrics[f"{key}_ci_upper"])
     assert frame.loc[1, "mean"] == pytest.approx(A.per_question["ndcg@5"].mean())
 
 

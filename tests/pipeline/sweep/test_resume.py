@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from pipeline.common.names import JOBS_PREFIX
 from pipeline.team.tracking_server import ServerSettings, tracking_server
 from pipeline.tracking.records import JobRecord
 from tests.pipeline.helpers import cli_env, run_pipeline
@@ -110,7 +111,8 @@ def test_a_server_stopped_mid_sweep_then_sync_logs_every_result_exactly_once(tmp
         client = MlflowClient(server.uri)
         assert_every_job_once(client, sweep_dir, K1)
         (parent,), _ = sweep_runs(client)
-        assert parent.data.metrics["jobs/finished"] == len(K1) and parent.data.metrics["jobs/not_logged"] == 0
+        jobs = parent.data.metrics
+        assert jobs[JOBS_PREFIX + "finished"] == len(K1) and jobs[JOBS_PREFIX + "not_logged"] == 0
         again = subprocess.run(sync, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert again.returncode == 0 and "is complete" in again.stdout
         assert_every_job_once(client, sweep_dir, K1)

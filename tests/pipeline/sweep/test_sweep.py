@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 from mlflow import MlflowClient
 
+from pipeline.common.names import QUESTIONS_PREFIX
 from tests.pipeline.helpers import run_pipeline
 from tests.retrievers.test_helpdesk_study import EXPECTED, NOT_FIRST  # SPEC.md's tables, held once
 
@@ -42,8 +43,8 @@ def test_the_sweep_finds_spec_numbers_in_the_child_runs(four_systems):
         m = run.data.metrics
         assert (round(m["hit_rate_at_3"], 2), round(m["recall_at_5"], 2), round(m["mrr"], 2),
                 round(m["ndcg_at_5"], 3)) == (hit, recall, mrr, ndcg), system
-        assert m["ndcg_at_5/ci_low"] < m["ndcg_at_5"] < m["ndcg_at_5/ci_high"]
-        assert m["queries/evaluated"] == 14 and m["queries/without_judgments"] == 0
+        assert m["ndcg_at_5_ci_lower"] < m["ndcg_at_5"] < m["ndcg_at_5_ci_upper"]
+        assert m[QUESTIONS_PREFIX + "evaluated"] == 14 and m[QUESTIONS_PREFIX + "without_judgments"] == 0
 
 
 def test_the_child_runs_hold_spec_ranks_of_the_first_relevant_document(four_systems):

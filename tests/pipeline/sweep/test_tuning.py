@@ -20,7 +20,7 @@ from mlflow import MlflowClient
 
 import pipeline.app
 from metrics.errors import InputError
-from pipeline.common.names import OPTIMISATION_RESULTS
+from pipeline.common.names import OPTIMISATION_RESULTS, QUESTIONS_PREFIX
 from pipeline.sweep.tuning import check_tuning, fixed_overrides
 from tests.pipeline.helpers import cli_env, run_pipeline
 
@@ -98,10 +98,12 @@ def test_a_tiny_search_completes_and_logs_the_held_out_figure(tuned):
     kinds = sorted(r.data.tags["rankscope.kind"] for r in children)
     assert kinds == ["trial"] * TRIALS + ["tuned", "tuned", "untuned", "untuned"]
     held_out = next(r for r in children if r.data.tags["rankscope.tune.role"] == "tuned/holdout")
-    assert held_out.info.status == "FINISHED" and held_out.data.metrics["queries/evaluated"] == len(TEST)
+    assert held_out.info.status == "FINISHED"
+    assert held_out.data.metrics[QUESTIONS_PREFIX + "evaluated"] == len(TEST)
     m = parent.data.metrics
     assert m["tuned/holdout/ndcg_at_5"] == pytest.approx(held_out.data.metrics["ndcg_at_5"])
-    assert m["tuned/holdout/ndcg_at_5/ci_low"] <= m["tuned/holdout/ndcg_at_5"] <= m["tuned/holdout/ndcg_at_5/ci_high"]
+    key = "tuned/holdout/ndcg_at_5"
+    assert m[key + "_ci_lower"] <= m[key] <= m[key + "_ci_upper"]
     assert {"tuned/tuning/ndcg_at_5", "untuned/holdout/ndcg_at_5", "gain/holdout/ndcg_at_5"} <= set(m)
     # both figures printed side by side, tuning split first
     table = done.stdout[done.stdout.index("Tuned on train, evaluated once on test"):].splitlines()
@@ -215,7 +217,7 @@ def test_failed_trials_are_listed_and_the_search_goes_on(launch_dir):
     done = run_pipeline(launch_dir, *tuning_args(corpus, "retriever.k1=interval(-1.5, 1.0)"))
     assert done.returncode == 0, done.stderr[-3000:]
     _, parent, children = runs(launch_dir)
-    assert parent.info.status == "FINISHED" and parent.data.metrics["jobs/failed"] == 2
+    assert parent.info.status == "FINISHED" and parent.data.metrics["system/rankscope/jobs/failed"] == 2
     assert done.stdout.count("FAILED trial") == 2 and "BM25 k1 must be >= 0" in done.stdout
     held_out = next(r for r in children if r.data.tags.get("rankscope.tune.role") == "tuned/holdout")
     assert float(held_out.data.params["retriever.k1"]) >= 0
