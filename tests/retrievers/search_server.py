@@ -10,6 +10,9 @@ answering with an engine's rankings. Its paths are the behaviours ``retriever=ht
   for requests carrying :attr:`SearchServer.secret` in their Authorization header, 401 otherwise.
 
 Every request is recorded (path, headers, body) for the tests to look at.
+
+Also a command, to try ``retriever=http`` by hand (docs/own-retriever.md): tantivy over a corpus, until Ctrl-C:
+``python -m tests.retrievers.search_server --port 8765 [--corpus FOLDER]`` (default: the help-desk corpus).
 """
 
 from __future__ import annotations
@@ -110,3 +113,35 @@ def _handler(server: SearchServer) -> type[BaseHTTPRequestHandler]:
             self.answer(200, {"results": hits} if path == "/shape" else hits)
 
     return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    from pipeline.data import helpdesk, load_beir
+    from tests.pipeline.config.engines import TantivySearch
+
+    p = argparse.ArgumentParser(prog="python -m tests.retrievers.search_server", description=__doc__.split("\n")[0])
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--corpus", help="a BEIR-layout folder (default: the embedded help-desk corpus)")
+    p.add_argument("--split", default="test")
+    args = p.parse_args(argv)
+    from pathlib import Path
+
+    collection = load_beir(Path(args.corpus), args.split, None, False) if args.corpus else helpdesk()
+    engine = TantivySearch()
+    engine.index(list(collection.doc_ids), list(collection.doc_texts))
+    server = SearchServer(engine)
+    server.httpd = ThreadingHTTPServer(("127.0.0.1", args.port), _handler(server))
+    print(f"tantivy over {collection.name} ({len(collection.doc_ids)} documents): http://127.0.0.1:{args.port}/search"
+          f" (Elasticsearch-style: http://127.0.0.1:{args.port}/{collection.name}/_search)", flush=True)
+    try:
+        server.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.httpd.server_close()
+
+
+if __name__ == "__main__":
+    main()
