@@ -2,7 +2,7 @@
 answering with an engine's rankings. Its paths are the behaviours ``retriever=http`` must handle:
 
 - ``/search``: the default protocol, ``{"query": TEXT, "k": K}`` -> ``[{"id": ..., "score": ...}, ...]``;
-- ``/INDEX/_search``: Elasticsearch's, ``{"size": K, "query": {"match": {"text": TEXT}}}`` ->
+- ``/INDEX/_search``: Elasticsearch's, ``{"size": K, "query": {"match": {FIELD: TEXT}}}`` ->
   ``{"hits": {"hits": [{"_id": ..., "_score": ...}, ...]}}`` (plus the fields Elasticsearch adds);
 - ``/nan``: a NaN score in the third hit; ``/text``: an HTML page, not JSON; ``/shape``: an object where the list of
   hits should be; ``/flaky``: 503 for the first :attr:`SearchServer.failures` requests, then ``/search``;
@@ -91,7 +91,8 @@ def _handler(server: SearchServer) -> type[BaseHTTPRequestHandler]:
             with server._lock:
                 server.requests.append((path, dict(self.headers.items()), body))
             if path.endswith("/_search"):
-                hits = server.hits(body["query"]["match"]["text"], int(body["size"]))
+                (text,) = body["query"]["match"].values()  # a match query on one field, whichever
+                hits = server.hits(text, int(body["size"]))
                 top = max((s for _, s in hits), default=None)
                 self.answer(200, {"took": 1, "timed_out": False, "hits": {"max_score": top, "hits": [
                     {"_index": path.split("/")[1], "_id": d, "_score": s, "_ignored": []} for d, s in hits]}})

@@ -64,10 +64,10 @@ def test_the_elasticsearch_entry_reads_a_search_endpoint_by_config_alone(server,
     es = adapter(HttpSearch(**entry("elasticsearch", url=server.url("/helpdesk/_search"))), c)
     ranked = es.rank(c.query_ids, c.query_texts, 10)
     assert list(ranked.trec_lines("x")) == list(plain.trec_lines("x")) and len(list(plain.trec_lines())) > 50
-    path, _, body = server.requests[-1]
-    assert path == "/helpdesk/_search"
-    assert body == {"size": 10, "_source": False, "track_total_hits": False,
-                    "query": {"match": {"text": c.query_texts[-1]}}}
+    sent = [body for path, _, body in server.requests if path == "/helpdesk/_search"]
+    expected = [{"size": 10, "_source": False, "track_total_hits": False, "query": {"match": {"text": text}}}
+                for text in c.query_texts]
+    assert sorted(sent, key=str) == sorted(expected, key=str)  # 8 at a time: in any order
 
 
 def test_many_requests_at_once_keep_the_questions_order(server, engine, helpdesk_collection):
