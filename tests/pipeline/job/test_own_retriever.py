@@ -181,3 +181,22 @@ def test_a_service_that_fails_then_recovers_is_measured_after_the_retries(launch
     assert len(flaky) == service.failures + 14  # three 503s, then one answer per question
     (run,) = job_runs(launch_dir)
     assert run.info.status == "FINISHED" and run.data.metrics["queries/evaluated"] == 14
+
+
+# --- a vector engine: faiss over rankscope's own embeddings -------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_faiss_exact_search_over_the_dense_embeddings_scores_as_retriever_dense_does(folder):
+    pytest.importorskip("faiss")
+    pytest.importorskip("onnxruntime")
+    engine = "tests.pipeline.config.faiss_engine.FaissSearch"
+    dense = job(folder, log_run(folder, "retriever=dense"))
+    exact = job(folder, log_run(folder, "retriever=custom", f"retriever._target_={engine}", "+retriever.kind=flat"))
+    assert exact["metrics"] == dense["metrics"]
+    # dense drops documents whose cosine is not above 1e-9 (faiss keeps all 28) and orders ties by id ascending
+    columns = [c for c in dense["table"].columns if c not in ("top_10", "retrieved")]
+    pd.testing.assert_frame_equal(exact["table"][columns], dense["table"][columns])
+    approximate = job(folder, log_run(folder, "retriever=custom", f"retriever._target_={engine}",
+                                      "+retriever.kind=ivf", "+retriever.nlist=4"))
+    assert approximate["run"].info.status == "FINISHED" and approximate["metrics"]["queries/evaluated"] == 14
