@@ -4,18 +4,21 @@ The protocol (duck-typed, nothing to import or subclass):
 
 - ``search(self, questions: list[str], k: int) -> list[list[tuple[str, float]]]``: for each question, in order,
   its (document id, score) pairs, best first, higher scores better;
-- ``index(self, doc_ids: list[str], texts: list[str]) -> None``, optional: called once, before any search.
+- ``index(self, doc_ids: list[str], texts: list[str]) -> None``, optional: called once, before any search;
+- ``describe(self) -> str``, optional: how messages name the engine (:class:`retrievers.http.HttpSearch` gives its
+  URL, credentials masked); the class's dotted name otherwise.
 
 A subclass of :class:`retrievers.Retriever` (``index(docs)``, then ``rank(query_ids, texts, depth) -> Run``) is the
 richer protocol: it is used as it is, without this adapter.
 
 What comes back is checked before anything is scored. Ids the corpus does not hold are dropped and reported (how
-many, and the first few: :meth:`ExternalSearch.notes`), as are ids listed twice for one question and questions
-whose scores are not in descending order; more than ``k`` results are cut to the first ``k``. A score that is not a
-finite number, or an answer of the wrong shape, stops the job with one line naming the question, the engine and
-the first 200 characters of the answer. Each question's documents are then ordered as trec_eval orders a run file
-(score descending, ties by document id descending), so the figures equal those of the same results written as a
-TREC run and read with ``retriever=run_file``.
+many, and the first few: :meth:`ExternalSearch.notes`), as are ids listed twice for one question (the first kept)
+and questions whose scores are not in descending order. A score that is not a finite number (a string, a bool,
+NaN), or an answer of the wrong shape, stops the job with one line naming the question, the engine and the first
+200 characters of the answer; so does an engine's own :class:`BadAnswer`. Each question's documents are then
+ordered as trec_eval orders a run file (score descending, ties by document id descending) and, when there are more
+than ``k``, the first ``k`` of that order are kept: the figures equal those of the same results written as a TREC
+run and read with ``retriever=run_file``.
 """
 
 from __future__ import annotations
@@ -48,6 +51,20 @@ def shown(text: object) -> str:
 def listing(ids: Sequence[str]) -> str:
     head = ", ".join(map(str, ids[:SHOWN]))
     return head + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
+
+
+class BadAnswer(InputError):
+    """An engine's answer to one question that cannot be used (an HTTP service's non-JSON body ...): the engine
+    knows only the question's position in the batch, the adapter adds its id to the one line it stops with."""
+
+    def __init__(self, position: int, text: str, reason: str, answer: object = None) -> None:
+        self.position, self.text, self.problem, self.answer = position, text, reason, answer
+        super().__init__(f"question {shown(text)[:60]!r}: {self.detail}")
+
+    @property
+    def detail(self) -> str:
+        """What is wrong and, when there was an answer, its first 200 characters."""
+        return self.problem if self.answer is None else f"{self.problem}: {shown(self.answer) or '(empty)'}"
 
 
 def describe(engine: Any) -> str:
@@ -83,19 +100,21 @@ class ExternalSearch(Retriever):
     def rank(self, query_ids: Sequence[str], texts: Sequence[str], depth: int = 100) -> Run:
         _check_batch(query_ids, texts)
         if self._known is None:
-            raise InputError(f"{self.name}: rank() before index()")
-        answers = self.engine.search(list(texts), depth)
+            raise RuntimeError(f"{self.name}: rank() before index()")
         where = describe(self.engine)
-        if not isinstance(answers, Sequence) or isinstance(answers, str | bytes) or len(answers) != len(texts):
-            count = len(answers) if isinstance(answers, Sequence) else "no list"
+        try:
+            answers = self.engine.search(list(texts), depth)
+        except BadAnswer as exc:
+            qid = query_ids[exc.position] if 0 <= exc.position < len(query_ids) else "?"
+            raise InputError(f"{where}: question {qid} ({shown(exc.text)[:60]!r}): {exc.detail}") from None
+        listed = isinstance(answers, Sequence) and not isinstance(answers, str | bytes)
+        if not listed or len(answers) != len(texts):
+            count = len(answers) if listed else "no list"
             raise InputError(f"{where}: search() must return one list of (id, score) pairs per question: asked "
                              f"{len(texts)} questions, got {count}: {shown(answers)}")
         q, d, s = [], [], []
         for qid, text, hits in zip(query_ids, texts, answers):
             pairs = self._pairs(hits, qid, text, where)
-            if len(pairs) > depth:
-                self._cut += 1
-                pairs = pairs[:depth]
             scores = [score for _, score in pairs]
             if any(b > a for a, b in pairwise(scores)):
                 self._unsorted.append(str(qid))
@@ -108,10 +127,14 @@ class ExternalSearch(Retriever):
                 q.append(str(qid))
                 d.append(doc)
                 s.append(score)
-        frame = pd.DataFrame({"q": pd.array(q, dtype=object), "d": pd.array(d, dtype=object), "s": s})
+            if len(seen) > depth:
+                self._cut += 1
+        frame = pd.DataFrame({"q": pd.array(q, dtype=object), "d": pd.array(d, dtype=object),
+                              "s": np.asarray(s, dtype=np.float64)})
         known = self._known.get_indexer(pd.Index(frame["d"], dtype=object)) >= 0 if len(frame) else np.zeros(0, bool)
         for doc in frame.loc[~known, "d"]:
             self._unknown[doc] += 1
+        # trec_eval's order first, then the first `depth` of it (select_rows): the best k, whatever the engine's order
         return select_rows(run_from_frame(frame[known], self.name), query_ids, depth, self.name)
 
     @staticmethod
@@ -130,6 +153,8 @@ class ExternalSearch(Retriever):
             doc, score = hit
             if not isinstance(doc, str | int) or isinstance(doc, bool):
                 raise bad(f"a document id must be a string, got {shown(doc)[:80]!r}")
+            if isinstance(score, str | bytes | bool):  # "0.5" or True: a bug upstream, not a score
+                raise bad(f"score {shown(score)[:40]!r} is not a number")
             try:
                 value = float(score)
             except (TypeError, ValueError):
@@ -150,7 +175,8 @@ class ExternalSearch(Retriever):
             found.append(f"{where}: {sum(self._repeated.values())} result(s) repeat a document already listed for "
                          f"the same question: {listing(list(self._repeated))} (the first kept)")
         if self._cut:
-            found.append(f"{where}: {self._cut} question(s) got more results than asked for (cut to the first k)")
+            found.append(f"{where}: {self._cut} question(s) got more results than asked for (the first k kept, in "
+                         f"trec_eval's order)")
         if self._unsorted:
             found.append(f"{where}: {len(self._unsorted)} question(s) have scores that are not in descending order: "
                          f"{listing(self._unsorted)} (ranked by score, higher first, as trec_eval does)")

@@ -42,9 +42,14 @@ _SECRET_KEY = re.compile(
     r"|auth)(?:$|[._-])",
     re.IGNORECASE,
 )
+# An HTTP retriever's headers map each header to the NAME of the environment variable holding its value
+# (retrievers.http); anything else under a headers key is taken for the value itself, and masked.
+_HEADER_KEY = re.compile(r"(?:^|\.)headers\.[^.]+$")
+_HEADER_PAIR = re.compile(r"(?P<key>\bheaders\.[\w-]+\s*=\s*)(?P<value>[^\s,;&'\"\]}]+)", re.IGNORECASE)
+_ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 # Literals (lower case) of which each pattern above needs one to match: text holding none is left as it is.
 _NEEDED = ("://", "token", "secret", "passw", "pwd", "api", "signature", "credential", "auth", "bearer", "basic",
-           "gh", "glpat-", "sk-", "xox", "hf_", "akia")
+           "gh", "glpat-", "sk-", "xox", "hf_", "akia", "headers.")
 
 
 def _userinfo(match: re.Match[str]) -> str:
@@ -69,7 +74,13 @@ def _redact_all(text: str) -> str:
     text = _QUERY.sub(lambda m: m.group("key") + MASK, text)
     text = _PAIR.sub(lambda m: m.group("key") + MASK, text)
     text = _BEARER.sub(lambda m: m.group("key") + MASK, text)
+    text = _HEADER_PAIR.sub(lambda m: m.group(0) if _header_name(m.group("value")) else m.group("key") + MASK, text)
     return _SHAPES.sub(MASK, text)
+
+
+def _header_name(value: str) -> bool:
+    """A header's config value that names an environment variable (kept) rather than holding the secret."""
+    return value == MASK or bool(_ENV_NAME.fullmatch(value))
 
 
 def is_secret_key(key: str) -> bool:
@@ -81,6 +92,8 @@ def redact_value(key: str, value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     if is_secret_key(key) and str(value) != "":
+        return MASK
+    if _HEADER_KEY.search(key) and not _header_name(str(value)):
         return MASK
     return redact_text(str(value))
 

@@ -34,7 +34,8 @@ def check_config(cfg: DictConfig) -> DictConfig:
     _check_known_keys(cfg, "")
     missing = sorted(OmegaConf.missing_keys(cfg))
     if missing:
-        hint = " (e.g. corpus.path=FOLDER)" if "corpus.path" in missing else ""
+        hint = (" (e.g. corpus.path=FOLDER)" if "corpus.path" in missing else
+                " (your retriever's class: retriever._target_=MODULE.CLASS)" if "retriever._target_" in missing else "")
         raise InputError(f"missing required value(s): {', '.join(missing)}{hint}")
     with open_dict(cfg):
         for key in BUILT:

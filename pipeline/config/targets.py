@@ -78,8 +78,9 @@ def parameters(cls: Any) -> tuple[tuple[Parameter, ...], bool]:
     """What an entry may set: the constructor's parameters minus ``context_fields``; and whether it takes
     ``**kwargs`` (then any key is accepted)."""
     skip = set(context_fields(cls))
-    try:
-        hints = typing.get_type_hints(cls)
+    try:  # a dataclass declares its fields on the class; any other class in its constructor's signature
+        hints = typing.get_type_hints(cls if dataclasses.is_dataclass(cls) or not isinstance(cls, type)
+                                      else cls.__init__)
     except Exception:  # a user's class whose annotations do not resolve: accept any type
         hints = {}
     if dataclasses.is_dataclass(cls):
@@ -91,7 +92,10 @@ def parameters(cls: Any) -> tuple[tuple[Parameter, ...], bool]:
                 f.default_factory() if f.default_factory is not dataclasses.MISSING else REQUIRED)
             found.append(Parameter(f.name, hints.get(f.name, Any), default))
         return tuple(found), False
-    signature = inspect.signature(cls)
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):  # a builtin without a signature: whatever it is, it gets the keys as given
+        return (), True
     found, anything = [], False
     for p in signature.parameters.values():
         if p.kind is p.VAR_KEYWORD:

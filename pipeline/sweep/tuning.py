@@ -93,7 +93,7 @@ def check_tuning(config: DictConfig, launch_dir: Path, varying: list[str]) -> No
     if [getattr(d, "name", str(d)) for d in directions] != ["maximize"]:
         raise InputError("hydra.sweeper.direction must be maximize: rankscope's metrics are better when higher "
                          "(the optuna sweeper minimises unless told)")
-    frozen = [k for k in varying if k.split(".")[0].split("@")[0] in FROZEN_KEYS]
+    frozen = [k for k in varying if k.lstrip("+~").split(".")[0].split("@")[0] in FROZEN_KEYS]
     if frozen:
         raise InputError(f"a tuning sweep cannot search over {', '.join(frozen)}: every trial must be scored on the "
                          f"same questions by the same metric")
@@ -202,7 +202,7 @@ def finish_tuning(config: DictConfig, parent: Tracker, handle: SweepHandle, tria
     print(f"\n{text}", flush=True)
     files = _write(text, done, plan, sweep_dir)
     parent.log_params({"tune.objective": plan.primary.name, "tune.split": split, "tune.holdout": holdout,
-                       **{f"tune.best.{k}": v for k, v in best.params.items()}})
+                       **{f"tune.best.{k.lstrip('+~')}": v for k, v in best.params.items()}})  # +key: added
     parent.log_metrics(_parent_metrics(plan, best, done))
     parent.log_files(files)
     return None

@@ -40,6 +40,16 @@ def test_values_under_secret_keys_are_masked_whatever_they_look_like():
     assert redact_value("corpus.path", "../data") == "../data"
 
 
+def test_an_http_retrievers_headers_keep_the_variables_name_and_mask_anything_else():
+    tree = {"retriever": {"headers": {"Authorization": "SEARCH_KEY", "X-Token": "literal-key-123"}}}
+    assert redact_tree(tree) == {"retriever": {"headers": {"Authorization": "SEARCH_KEY", "X-Token": MASK}}}
+    assert redact_value("retriever.headers.X-Key", "abc123") == MASK
+    assert redact_value("retriever.headers.X-Key", "ES_AUTH") == "ES_AUTH"
+    overrides = "retriever=http +retriever.headers.Authorization=ES_AUTH +retriever.headers.X-Key=abc123 k=1"
+    assert redact_text(overrides) == ("retriever=http +retriever.headers.Authorization=ES_AUTH "
+                                      "+retriever.headers.X-Key=*** k=1")
+
+
 def test_a_config_tree_is_redacted_leaf_by_leaf():
     tree = {"tracking": {"uri": "https://u:pw@h", "api_key": "k"}, "metrics": {"k": [3, 5]}}
     assert redact_tree(tree) == {"tracking": {"uri": "https://u:***@h", "api_key": MASK}, "metrics": {"k": [3, 5]}}
@@ -62,7 +72,7 @@ def test_a_multi_line_error_becomes_one_line_with_its_cause():
     "http://alice:s3cret@h", r"x=http\://u\:p@h", "HTTPS://TOKEN@H", "?Access_Token=abc&x=1", "Api-Key: abc",
     "PassWord=hunter2", "pwd=x", "BASIC abcdefghijklmnop", "sk-0123456789abcdefghijk", "AKIA0123456789ABCDEF",
     "xoxb-0123456789", "hf_0123456789abcdefghijk", "glpat-0123456789abcdefghijk", "credentials: abc",
-    "\u017fecret=abc", "to\u212aen=abc",
+    "\u017fecret=abc", "to\u212aen=abc", "retriever.HEADERS.x=abc",
     "what causes tokenization errors?", "plain question about BM25", "",
 ])
 def test_the_quick_check_never_skips_text_a_pattern_would_change(text):

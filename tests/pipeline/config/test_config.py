@@ -33,7 +33,8 @@ def built(cfg, base=REPO):
 
 
 def test_every_group_has_its_entries():
-    assert set(entries("retriever")) >= {"bm25", "lsa", "weighted", "rrf", "run_file", "custom"}
+    assert set(entries("retriever")) >= {"bm25", "lsa", "weighted", "rrf", "run_file", "custom", "http",
+                                         "elasticsearch"}
     assert set(entries("corpus")) >= {"helpdesk", "beir", "scifact", "cranfield"}
     assert set(entries("tracking")) == {"local", "server"}
     assert "default" in entries("metrics") and "helpdesk_study" in entries("experiment")
@@ -46,11 +47,16 @@ def test_every_retriever_entry_composes_and_builds_the_class_it_names(name, tmp_
     run = tmp_path / "run.trec"
     run.write_text("q01 Q0 pricing1 1 2.0 prod\n", encoding="utf-8")
     extra = {"run_file": [f"retriever.path={run}"],
-             "custom": ["retriever._target_=tests.pipeline.config.engines.ListSearch"]}.get(name, [])
+             "custom": ["retriever._target_=tests.pipeline.config.engines.ListSearch"],
+             "http": ["retriever.url=http://127.0.0.1:9/search"],
+             "elasticsearch": ["retriever.url=http://127.0.0.1:9/index/_search"]}.get(name, [])
     cfg = composed(f"retriever={name}", *extra)
     retriever = built(cfg)
     cls = cfg.retriever._target_.rpartition(".")[2]
-    assert type(retriever).__name__ == ("ExternalSearch" if name == "custom" else cls)
+    own = name in ("custom", "http", "elasticsearch")  # a search(questions, k) engine, behind the checking adapter
+    assert type(retriever).__name__ == ("ExternalSearch" if own else cls)
+    if own:
+        assert type(retriever.engine).__name__ == cls
 
 
 @pytest.mark.parametrize("name", entries("corpus"))
