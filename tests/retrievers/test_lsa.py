@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytest
 from sklearn.decomposition import TruncatedSVD
@@ -46,9 +48,10 @@ def test_unset_dimensions_follow_the_corpus_and_give_spec_six_on_the_help_desk_c
 def test_an_explicit_dimension_count_far_too_small_for_the_corpus_is_reported():
     from retrievers.text import Tokenizer
 
+    @dataclass
     class Docs:
-        doc_ids = [f"d{i:04d}" for i in range(600)]
-        doc_texts = [f"w{i % 97} w{i % 89} w{i % 83} common" for i in range(600)]
+        doc_ids: tuple = tuple(f"d{i:04d}" for i in range(600))
+        doc_texts: tuple = tuple(f"w{i % 97} w{i % 89} w{i % 83} common" for i in range(600))
 
     lsa = LSA(dims=6, tokenizer=Tokenizer(stopwords=frozenset())).index(Docs())
     (note,) = lsa.notes()

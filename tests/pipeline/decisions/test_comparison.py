@@ -83,8 +83,8 @@ def test_promote_moves_the_baseline_tag_and_keeps_the_history(helpdesk_store, ca
     client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
     client.set_tag(runs["first"], "baseline", "true")
     assert compare(folder, "tag:baseline=true", runs["second"], "--promote") == 0
-    assert f"Promoted BM25 · helpdesk (run {runs['second']}) to baseline (baseline=true); previous baseline: {runs['first']}" \
-        in capsys.readouterr().out
+    promoted = f"Promoted BM25 · helpdesk (run {runs['second']}) to baseline (baseline=true)"
+    assert f"{promoted}; previous baseline: {runs['first']}" in capsys.readouterr().out
     old, new = client.get_run(runs["first"]).data.tags, client.get_run(runs["second"]).data.tags
     assert "baseline" not in old and old["baseline/previous"] == "true"
     assert old["baseline/replaced_by"] == runs["second"] and old["baseline/until"]

@@ -62,7 +62,7 @@ def test_the_experiment_opens_on_its_runs_not_on_the_genai_overview(browser_page
 
 
 def test_the_chart_view_starts_with_the_retrieval_metrics(browser_page):
-    page, uri, view, _ = browser_page
+    page, _, view, _ = browser_page
     page.goto(view.replace("?", "/runs?compareRunsMode=CHART&"))
     wait_for_runs(page)
     time.sleep(5)
