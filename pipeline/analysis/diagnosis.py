@@ -256,6 +256,8 @@ class _Corpus:
 
     def __init__(self, counts: TermCounts, settings: DiagnosisSettings) -> None:
         self.counts, self.matrix = counts, counts.counts.tocsr()
+        if not self.matrix.has_sorted_indices:
+            self.matrix = self.matrix.sorted_indices()
         self.n_docs = self.matrix.shape[0]
         self.df = np.bincount(self.matrix.indices[self.matrix.data > 0], minlength=self.matrix.shape[1])
         self.rare_limit = max(1.0, settings.rare_share * self.n_docs)
@@ -293,7 +295,11 @@ class _Corpus:
         if r < 0 or len(ids) == 0:
             return np.zeros(len(ids), dtype=bool)
         m = self.matrix
-        return np.isin(ids, m.indices[m.indptr[r]:m.indptr[r + 1]]) & (ids >= 0)
+        row = m.indices[m.indptr[r]:m.indptr[r + 1]]  # sorted: the counts are built with sorted indices
+        if len(row) == 0:
+            return np.zeros(len(ids), dtype=bool)
+        at = np.minimum(np.searchsorted(row, ids), len(row) - 1)
+        return (row[at] == ids) & (ids >= 0)
 
     @functools.cached_property
     def _idf(self) -> np.ndarray:
