@@ -2,29 +2,48 @@
 
 Pure functions over a Collection, a Run and its Evaluation: no MLflow, no Hydra, no printing.
 
-A question is **missed** when its first relevant document is not within the top ``cutoff`` (default 3).
-Every missed question gets its rank (or "not retrieved" / "beyond depth N"), its first result and, for each
-relevant document, the question terms (after the tokenizer) that document shares with it. The classes, by
-these rules, in this order:
+A question is **missed** when its first relevant document is not within the top ``cutoff`` (default 3). For
+each missed question the rules compare its **first result** (rank 1, never relevant for a missed question) with
+its relevant documents, through the question's terms (after the tokenizer) and the corpus's document
+frequencies:
 
-1. **homonymy** (surface homonymy), missed questions only: the first result is non-relevant, shares at
-   least one question term, and shares *more* question terms than every relevant document. A confident
-   wrong context: the words match, the meaning does not.
-2. **vocabulary_gap**, missed questions that are not homonymy: no relevant document shares a term with the
-   question and nothing relevant is retrieved. With an empty ranking there is no candidate at all.
-   Homonymy and vocabulary gap read the same evidence from two sides (the relevant documents' words miss
-   the question's); when a wrong document matches better than every relevant one, that is the actionable
-   fact, so homonymy takes precedence and the two never both apply.
-3. **late_rank**, missed questions: the first relevant document is retrieved at rank cutoff+1 to
-   ``late_limit`` (10), or beyond ``late_limit``, or it is not in a ranking that is full to the depth, so
-   it may lie beyond the list depth. ``late_rank_kind`` says which. A relevant document absent from a
-   ranking that ended early (the retriever scored nothing else) is "not retrieved", not late. Read late
-   ranks with MRR and nDCG, not hit rate. It may accompany homonymy.
-4. **duplicates**, every question (crowding costs recall even when the first hit is on time): two or more
-   near-identical documents (Jaccard similarity of their word shingles >= ``duplicate_threshold``) occupy
-   places of the top ``duplicate_top_k``, pushing other documents out.
+- a term's **weight** is its BM25 idf, ``ln(1 + (N - df + 0.5) / (df + 0.5))``; a document **matches** the
+  share of the question's total weight carried by the question terms it contains (a term no document
+  contains still counts in the total: nothing can match it);
+- a term is **rare** when at most ``rare_share`` (5%) of the documents contain it (always when one does);
+- the first result's **distinguishing terms** are the question terms it contains that no relevant document
+  contains;
+- two documents are in the **same context** when the relevant one is among the ``context_share`` (2%) of the
+  corpus nearest to the first result (cosine of tf-idf vectors; measured only when a rule needs it).
 
-A missed question that fits no rule is reported as "unclassified".
+Every missed question gets exactly one of five causes, decided in this order:
+
+1. No relevant document contains a question term: **homonymy** if the first result looks like a lone word
+   taken in another context (below), else **vocabulary_gap** (with an empty ranking: no candidate at all).
+2. **term_weighting**: a relevant document matches at least as much of the question's weight as the first
+   result, or the first result has no distinguishing term: every question word that lifted it, a relevant
+   document has too. The words are there; the ranking weighed them against the relevant documents.
+3. **common_terms**: the first result's distinguishing terms are all common (none rare): only frequent
+   words set it apart.
+4. **homonymy** (surface homonymy): a distinguishing term is rare, the first result matches less than
+   ``topic_share`` (half) of the question, and no relevant document is in its context: a specific word of
+   the question, taken in another context. The words match, the meaning does not.
+5. **partial_gap** (partial vocabulary gap): a distinguishing term is rare and the first result is on the
+   question's topic (it matches at least half of it, or a relevant document is in its context): the
+   relevant documents lack specific words of the question that another document on the topic uses.
+
+Two more classes describe where and what, not why, and may accompany a cause:
+
+- **late_rank**, missed questions: the first relevant document is in the ranking at rank cutoff+1 to
+  ``late_limit`` (10) or beyond ``late_limit``; ``late_rank_kind`` says which. A relevant document absent
+  from the ranking (whether the ranking ended early or is full to its depth, so it may lie beyond) is not a
+  late rank: the ``rank`` column says "not retrieved" or "beyond depth N". Read late ranks with MRR and nDCG,
+  not hit rate.
+- **duplicates**, every question (crowding costs recall even when the first hit is on time): two or more
+  near-identical documents (Jaccard similarity of their word shingles >= ``duplicate_threshold``) occupy
+  places of the top ``duplicate_top_k``, pushing other documents out.
+
+docs/diagnosis.md gives each class's counts on real corpora, with examples.
 """
 
 from __future__ import annotations
@@ -43,16 +62,21 @@ from metrics.evaluate import Evaluation
 from metrics.run import PAD, Run
 from pipeline.common.names import FAILURES_PREFIX
 from pipeline.data.collection import Collection
-from retrievers.text import Tokenizer
+from retrievers.text import TermCounts, Tokenizer, term_counts
 
-CLASSES = ("vocabulary_gap", "homonymy", "late_rank", "duplicates")
+CAUSES = ("vocabulary_gap", "partial_gap", "homonymy", "common_terms", "term_weighting")  # one per missed question
+CLASSES = (*CAUSES, "late_rank", "duplicates")
 LABELS = {
     "vocabulary_gap": "vocabulary gap",
+    "partial_gap": "partial vocabulary gap",
     "homonymy": "surface homonymy",
+    "common_terms": "common terms",
+    "term_weighting": "term weighting",
     "late_rank": "late rank",
     "duplicates": "duplicates",
 }
 NOT_RETRIEVED = "not retrieved"
+CONTEXT_SAMPLE = 10_000  # documents the context test compares with: all of a smaller corpus, else evenly spaced
 
 
 @dataclass(frozen=True)
@@ -64,6 +88,9 @@ class DiagnosisSettings:
     duplicate_threshold: float = 0.6
     duplicate_top_k: int = 10
     shingle_size: int = 2
+    rare_share: float = 0.05
+    topic_share: float = 0.5
+    context_share: float = 0.02
     depth: int | None = None
 
     def __post_init__(self) -> None:
@@ -77,6 +104,11 @@ class DiagnosisSettings:
             raise ValueError(f"duplicate_top_k must be >= 2, got {self.duplicate_top_k}")
         if self.shingle_size < 1:
             raise ValueError(f"shingle_size must be >= 1, got {self.shingle_size}")
+        for name in ("rare_share", "topic_share"):
+            if not 0.0 < getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be within (0, 1], got {getattr(self, name)}")
+        if not 0.0 <= self.context_share < 1.0:
+            raise ValueError(f"context_share must be within [0, 1), got {self.context_share}")
         if self.depth is not None and self.depth < 1:
             raise ValueError(f"depth must be >= 1, got {self.depth}")
 
@@ -85,19 +117,25 @@ def diagnose(
     collection: Collection,
     run: Run,
     evaluation: Evaluation,
-    tokenizer: Callable[[str], Sequence[str]] | None = None,
+    tokenizer: Tokenizer | None = None,
     settings: DiagnosisSettings | None = None,
+    counts: TermCounts | None = None,
 ) -> pd.DataFrame:
     """One row per scored question (index ``query_id``, aligned with ``evaluation.per_question``).
+
+    ``counts``: the corpus's term counts by ``tokenizer`` (a job passes its cached ones); None counts them here.
 
     Columns: ``question``, ``retrieved`` (ranking length), ``first_relevant_rank`` (0 = none in the ranking),
     ``rank`` (text: "2", "not retrieved", "beyond depth 10"), ``first_result`` ("" for an empty ranking),
     ``first_result_shared`` (its shared question terms), ``shared_terms`` ({relevant doc: shared terms},
-    best grade first), ``relevant_ranks`` ({relevant doc: rank, 0 = not retrieved}), ``missed``, one bool
-    column per class in :data:`CLASSES`, ``late_rank_kind``, ``duplicate_groups`` (lists of near-identical
-    ids in the top k), ``classes`` (comma-separated, "" when none), ``diagnosis`` (the classes with their
-    reason, "unclassified" for a missed question no rule explains) and ``evidence`` (rank, first result and
-    shared terms, one readable line).
+    best grade first), ``relevant_ranks`` ({relevant doc: rank, 0 = not retrieved}), ``rare_terms`` (the
+    question's rare terms), ``distinguishing_terms``, ``first_result_match`` and ``relevant_match`` (shares
+    of the question's weight: the first result's, the best relevant document's), ``closer_share`` (share of
+    the corpus nearer to the first result than its nearest relevant document; NaN when not measured),
+    ``missed``, one bool column per class in :data:`CLASSES`, ``late_rank_kind``, ``duplicate_groups`` (lists
+    of near-identical ids in the top k), ``classes`` (comma-separated, "" when none), ``diagnosis`` (the
+    classes with their reason, "unclassified" for a missed question without judged relevant documents) and
+    ``evidence`` (rank, first result and shared terms with their weight, one readable line).
     """
     if evaluation.first_relevant_rank is None:
         raise ValueError("the evaluation carries no first_relevant_rank; build it with metrics.evaluate")
@@ -111,23 +149,20 @@ def diagnose(
     first_rank = evaluation.first_relevant_rank.reindex(query_ids).fillna(0).astype(int)
     rows = pd.Index(run.query_ids).get_indexer(query_ids) if len(run.query_ids) else np.full(len(query_ids), -1)
     groups = _duplicate_groups(run, rows, doc_text, tokenizer, settings)
-    doc_terms = _TermSets(doc_text, tokenizer)
+    corpus = _Corpus(counts if counts is not None else term_counts(collection.doc_ids, collection.doc_texts,
+                                                                    tokenizer), settings)
 
-    records = []
-    for i, qid in enumerate(query_ids):
-        ranking = _ranking(run, rows[i])
-        terms = list(dict.fromkeys(tokenizer(query_text.get(qid, ""))))
-        rel = relevant.get(qid, [])
-        shared = {d: doc_terms.shared(terms, d) for d in rel}
-        position = {d: j + 1 for j, d in enumerate(ranking)}
-        first = ranking[0] if ranking else ""
-        first_shared = doc_terms.shared(terms, first) if first else []
-        records.append(_classify(
-            qid, query_text.get(qid, ""), ranking, int(first_rank[qid]), first, first_shared, shared,
-            {d: position.get(d, 0) for d in rel}, groups[i], depth, settings,
-        ))
-    table = pd.DataFrame.from_records(records, index="query_id") if records else _empty_table()
-    return table
+    rankings = [_ranking(run, row) for row in rows]
+    terms = [list(dict.fromkeys(tokenizer(query_text.get(qid, "")))) for qid in query_ids]
+    corpus.look_up([t for ts in terms for t in ts],
+                   [d for qid, ranking in zip(query_ids, rankings) for d in [*ranking[:1], *relevant.get(qid, [])]])
+    found = [_evidence(corpus, qid, query_text.get(qid, ""), terms[i], rankings[i], int(first_rank[qid]),
+                       relevant.get(qid, []), settings) for i, qid in enumerate(query_ids)]
+    closer = corpus.closer_shares([(e.first, e.relevant) for e in found if e.needs_context])
+    for e, share in zip([e for e in found if e.needs_context], closer):
+        e.closer_share = share
+    records = [_classify(e, groups[i], depth, settings) for i, e in enumerate(found)]
+    return pd.DataFrame.from_records(records, index="query_id") if records else _empty_table()
 
 
 def failure_counts(table: pd.DataFrame) -> dict[str, int]:
@@ -162,11 +197,17 @@ COLUMNS = {
     "first_result": "first_result",
     "first_result_shared": "first_result_shared",  # JSON list of question terms
     "shared_terms": "shared_terms",  # JSON object: relevant document -> shared question terms
+    "distinguishing_terms": "distinguishing_terms",  # JSON list: in the first result, in no relevant document
+    "first_result_match": "first_result_match",  # share of the question's weight, "" for a question not missed
+    "relevant_match": "relevant_match",  # the same for the best relevant document
+    "closer_share": "closer_share",  # share of the corpus nearer to the first result, "" when not measured
     "late_rank_kind": "late_rank_kind",
     "duplicate_groups": "duplicate_groups",  # JSON list of lists of near-identical document ids
     "diagnosis": "diagnosis",
     "evidence": "evidence",
 }
+# What a per-question table needs to be read back as a diagnosis (runs logged before the match columns have these).
+_REQUIRED = ("missed", "failure_classes", "first_relevant", "first_result", "diagnosis", "evidence")
 
 
 def add_columns(per_question: pd.DataFrame, table: pd.DataFrame) -> None:
@@ -183,11 +224,11 @@ def add_columns(per_question: pd.DataFrame, table: pd.DataFrame) -> None:
 def diagnosis_from_table(per_question: pd.DataFrame) -> pd.DataFrame | None:
     """The inverse of :func:`add_columns`, from a per-question table read back (index: question id): the
     columns the sweep's HTML report shows. None for a run logged without a diagnosis."""
-    if not set(COLUMNS) <= set(per_question.columns):
+    if not set(_REQUIRED) <= set(per_question.columns):
         return None
     frame = pd.DataFrame(index=per_question.index)
     for column, source in COLUMNS.items():
-        frame[source] = per_question[column]
+        frame[source] = per_question[column] if column in per_question.columns else ""
     frame["question"] = per_question.get("question", pd.Series("", index=per_question.index))
     frame = frame.astype({c: object for c in frame.columns if c != "missed"})
     frame = frame.where(frame.notna(), "")  # an empty text cell reads back as missing
@@ -201,24 +242,168 @@ def diagnosis_from_table(per_question: pd.DataFrame) -> pd.DataFrame | None:
 def _text(value: Any) -> str:
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        return "" if np.isnan(value) else f"{value:.4f}"
     return "" if value is None else str(value)
 
 
 # ---------------------------------------------------------------------------------------------- internals
 
 
-class _TermSets:
-    """Each document's token set, computed once and only for the documents the evidence needs."""
+class _Corpus:
+    """What the rules read from the corpus: each document's terms, document frequencies, term weights, and
+    (only when asked) tf-idf vectors for the context test. Built from one term-count matrix, vectorised."""
 
-    def __init__(self, texts: Mapping[str, str], tokenizer: Callable[[str], Sequence[str]]) -> None:
-        self._texts, self._tokenizer, self._sets = texts, tokenizer, {}
+    def __init__(self, counts: TermCounts, settings: DiagnosisSettings) -> None:
+        self.counts, self.matrix = counts, counts.counts.tocsr()
+        if not self.matrix.has_sorted_indices:
+            self.matrix = self.matrix.sorted_indices()
+        self.n_docs = self.matrix.shape[0]
+        self.df = np.bincount(self.matrix.indices[self.matrix.data > 0], minlength=self.matrix.shape[1])
+        self.rare_limit = max(1.0, settings.rare_share * self.n_docs)
+        self._columns: dict[str, int] = {}
+        self._rows: dict[str, int] = {}
 
-    def shared(self, question_terms: Sequence[str], doc_id: str) -> list[str]:
-        """The question's terms (in question order) that occur in the document."""
-        if doc_id not in self._sets:
-            self._sets[doc_id] = frozenset(self._tokenizer(self._texts.get(doc_id, "")))
-        terms = self._sets[doc_id]
-        return [t for t in question_terms if t in terms]
+    def look_up(self, terms: Sequence[str], doc_ids: Sequence[str]) -> None:
+        """Find the columns of ``terms`` and the rows of ``doc_ids`` in one vectorised call each (the evidence of
+        every question needs only these)."""
+        terms = list(dict.fromkeys(terms))
+        self._columns = dict(zip(terms, self.counts.term_index.get_indexer(terms).tolist())) if terms else {}
+        docs = list(dict.fromkeys(doc_ids))
+        index = pd.Index(np.asarray(self.counts.doc_ids, dtype=object).astype(str))
+        self._rows = dict(zip(docs, index.get_indexer(docs).tolist())) if docs else {}
+
+    def term_ids(self, terms: list[str]) -> np.ndarray:
+        """Column of each term (-1: no document contains it)."""
+        return np.array([self._columns.get(t, -1) for t in terms], dtype=np.int64)
+
+    def weights(self, ids: np.ndarray) -> np.ndarray:
+        """BM25 idf of each term; a term no document contains gets the largest weight."""
+        df = np.where(ids >= 0, self.df[np.maximum(ids, 0)], 0)
+        return np.log1p((self.n_docs - df + 0.5) / (df + 0.5))
+
+    def rare(self, ids: np.ndarray) -> np.ndarray:
+        df = np.where(ids >= 0, self.df[np.maximum(ids, 0)], 0)
+        return (df > 0) & (df <= self.rare_limit)
+
+    def row(self, doc_id: str) -> int:
+        return self._rows.get(doc_id, -1)
+
+    def contains(self, ids: np.ndarray, doc_id: str) -> np.ndarray:
+        """Which of the question's term columns the document contains."""
+        r = self.row(doc_id)
+        if r < 0 or len(ids) == 0:
+            return np.zeros(len(ids), dtype=bool)
+        m = self.matrix
+        row = m.indices[m.indptr[r]:m.indptr[r + 1]]  # sorted: the counts are built with sorted indices
+        if len(row) == 0:
+            return np.zeros(len(ids), dtype=bool)
+        at = np.minimum(np.searchsorted(row, ids), len(row) - 1)
+        return (row[at] == ids) & (ids >= 0)
+
+    @functools.cached_property
+    def _idf(self) -> np.ndarray:
+        return np.log((self.n_docs + 1) / (self.df + 1)) + 1.0
+
+    def _tfidf(self, rows: np.ndarray) -> sp.csr_matrix:
+        """L2-normalised tf-idf rows (sublinear tf, smoothed idf) of the given documents."""
+        m = self.matrix[rows].astype(np.float64)
+        m.data = (1.0 + np.log(np.maximum(m.data, 1.0))) * self._idf[m.indices]
+        norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
+        return sp.diags(np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)) @ m
+
+    def closer_shares(self, pairs: list[tuple[str, list[str]]], chunk: int = 256) -> list[float]:
+        """For each (first result, relevant documents): the share of the corpus (or of :data:`CONTEXT_SAMPLE`
+        documents evenly spaced through it) nearer to the first result, by tf-idf cosine, than its nearest
+        relevant document; 1.0 when no relevant document shares a word with it."""
+        if not pairs:
+            return []
+        reference = np.unique(np.linspace(0, self.n_docs - 1, min(self.n_docs, CONTEXT_SAMPLE)).astype(np.int64))
+        ref = self._tfidf(reference).T.tocsc()
+        first = np.array([self.row(f) for f, _ in pairs])
+        owner = np.repeat(np.arange(len(pairs)), [len(r) for _, r in pairs])
+        rel = np.array([self.row(d) for _, r in pairs for d in r], dtype=np.int64)
+        keep = (rel >= 0) & (first[owner] >= 0)
+        owner, rel = owner[keep], rel[keep]
+        firsts = self._tfidf(np.maximum(first, 0))
+        pair_sim = np.asarray(firsts[owner].multiply(self._tfidf(rel)).sum(axis=1)).ravel()
+        nearest = np.zeros(len(pairs))
+        np.maximum.at(nearest, owner, pair_sim)
+        shares = np.ones(len(pairs))
+        in_reference = np.isin(first, reference)
+        for start in range(0, len(pairs), chunk):
+            part = slice(start, start + chunk)
+            sims = (firsts[part] @ ref).toarray()
+            closer = (sims > nearest[part, None]).sum(axis=1) - in_reference[part]  # the first result itself
+            others = len(reference) - in_reference[part]
+            shares[part] = np.where(nearest[part] > 0, np.maximum(closer, 0) / np.maximum(others, 1), 1.0)
+        shares[first < 0] = 1.0
+        return shares.tolist()
+
+
+@dataclass
+class _Evidence:
+    """One question's evidence, gathered before the rules decide."""
+
+    qid: str
+    question: str
+    ranking: list[str]
+    first_rank: int
+    first: str
+    first_shared: list[str]
+    shared: dict[str, list[str]]
+    relevant_ranks: dict[str, int]
+    rare_terms: list[str]
+    distinguishing: list[str]
+    first_match: float
+    relevant_matches: dict[str, float]
+    missed: bool
+    needs_context: bool = False
+    closer_share: float = float("nan")
+
+    @property
+    def relevant(self) -> list[str]:
+        return list(self.shared)
+
+    @property
+    def relevant_match(self) -> float:
+        return max(self.relevant_matches.values(), default=0.0)
+
+    @property
+    def rare_distinguishing(self) -> list[str]:
+        return [t for t in self.distinguishing if t in self.rare_terms]
+
+
+def _evidence(corpus: _Corpus, qid: str, question: str, terms: list[str], ranking: list[str], first_rank: int,
+              relevant: list[str], settings: DiagnosisSettings) -> _Evidence:
+    """The shared terms, their weights and rarity for one question; whether the context test is needed."""
+    ids = corpus.term_ids(terms)
+    weights = corpus.weights(ids)
+    total = float(weights.sum())
+    rare = corpus.rare(ids)
+    first = ranking[0] if ranking else ""
+
+    def share(mask: np.ndarray) -> float:
+        return float(weights[mask].sum() / total) if total > 0 else 0.0
+
+    masks = {d: corpus.contains(ids, d) for d in relevant}
+    first_mask = corpus.contains(ids, first) if first else np.zeros(len(terms), dtype=bool)
+    anywhere = np.logical_or.reduce(list(masks.values())) if masks else np.zeros(len(terms), dtype=bool)
+    position = {d: j + 1 for j, d in enumerate(ranking)}
+    missed = first_rank == 0 or first_rank > settings.cutoff
+    e = _Evidence(
+        qid=qid, question=question, ranking=ranking, first_rank=first_rank, first=first,
+        first_shared=_pick(terms, first_mask), shared={d: _pick(terms, m) for d, m in masks.items()},
+        relevant_ranks={d: position.get(d, 0) for d in relevant}, rare_terms=_pick(terms, rare),
+        distinguishing=_pick(terms, first_mask & ~anywhere), first_match=share(first_mask),
+        relevant_matches={d: share(m) for d, m in masks.items()}, missed=missed,
+    )
+    e.needs_context = bool(missed and first and e.rare_distinguishing and e.first_match < settings.topic_share)
+    return e
+
+
+def _pick(terms: list[str], mask: np.ndarray) -> list[str]:
+    return [t for t, keep in zip(terms, mask) if keep]
 
 
 def _relevant_docs(collection: Collection, level: int) -> dict[str, list[str]]:
@@ -243,51 +428,76 @@ def _rank_text(first: int, retrieved: int, depth: int) -> str:
     return f"beyond depth {depth}" if retrieved >= depth else NOT_RETRIEVED
 
 
-def _classify(
-    qid: str, question: str, ranking: list[str], first_rank: int, first: str, first_shared: list[str],
-    shared: dict[str, list[str]], relevant_ranks: dict[str, int], groups: list[list[str]], depth: int,
-    settings: DiagnosisSettings,
-) -> dict:
+def _cause(e: _Evidence, settings: DiagnosisSettings) -> tuple[str, str]:
+    """The one cause of a missed question (by the module's rules, in order) and its reason, in words."""
+    first, pct = e.first, _pct(e.first_match)
+    lone = e.needs_context and e.closer_share > settings.context_share
+    rare = _terms(e.rare_distinguishing)
+    if lone:
+        why = (f"{first} wins on the rare {rare}, in no relevant document; it matches {pct} of the question, and no "
+               f"relevant document is among the {_pct(settings.context_share)} of the corpus nearest to it")
+    if e.relevant_match == 0:
+        if lone:
+            return "homonymy", why
+        if not e.ranking:
+            return "vocabulary_gap", "no candidate at all"
+        return "vocabulary_gap", f"no relevant document contains a question term; {first} matches {pct}"
+    best = max(e.relevant_matches, key=e.relevant_matches.__getitem__)
+    if e.relevant_match >= e.first_match:
+        return "term_weighting", (f"{best} matches {_pct(e.relevant_match)} of the question's weight, {first} "
+                                  f"{pct}, yet {first} ranks first")
+    if not e.distinguishing:
+        return "term_weighting", (f"every question term {first} contains, a relevant document contains too; "
+                                  f"{first} matches {pct}, {best} {_pct(e.relevant_match)}")
+    if not e.rare_distinguishing:
+        return "common_terms", (f"only common words set {first} apart from the relevant documents: "
+                                f"{_terms(e.distinguishing)}")
+    if lone:
+        return "homonymy", why
+    where = (f"it matches {pct} of the question" if e.first_match >= settings.topic_share else
+             f"a relevant document is among the {_pct(settings.context_share)} of the corpus nearest to it")
+    return "partial_gap", (f"{first} has the rare {rare}, in no relevant document, and is on the question's topic: "
+                           f"{where}; {best} matches {_pct(e.relevant_match)}")
+
+
+def _classify(e: _Evidence, groups: list[list[str]], depth: int, settings: DiagnosisSettings) -> dict:
     """Apply the module's rules to one question and write its evidence line."""
-    missed = first_rank == 0 or first_rank > settings.cutoff
-    most_shared = max((len(t) for t in shared.values()), default=0)
-    homonymy = missed and bool(first) and first not in shared and len(first_shared) > most_shared
-    vocabulary_gap = missed and not homonymy and most_shared == 0 and first_rank == 0
-    rank = _rank_text(first_rank, len(ranking), depth)
+    cause, why = _cause(e, settings) if e.missed and e.relevant else ("", "")
+    rank = _rank_text(e.first_rank, len(e.ranking), depth)
     late_kind = ""
-    if missed and first_rank > settings.late_limit:
+    if e.missed and e.first_rank > settings.late_limit:
         late_kind = f"beyond rank {settings.late_limit}"
-    elif missed and first_rank > 0:
+    elif e.missed and e.first_rank > 0:
         late_kind = f"rank {settings.cutoff + 1}-{settings.late_limit}"
-    elif missed and rank != NOT_RETRIEVED:
-        late_kind = rank
-    flags = {"vocabulary_gap": vocabulary_gap, "homonymy": homonymy, "late_rank": bool(late_kind),
-             "duplicates": bool(groups)}
+    flags = {c: c == cause for c in CAUSES}
+    flags.update(late_rank=bool(late_kind), duplicates=bool(groups))
     classes = [c for c in CLASSES if flags[c]]
 
     relevant_part = "; ".join(
-        f"{d} ({'rank ' + str(relevant_ranks[d]) if relevant_ranks[d] else NOT_RETRIEVED}) shares "
-        f"{_terms(t)}" for d, t in shared.items()
+        f"{d} ({'rank ' + str(e.relevant_ranks[d]) if e.relevant_ranks[d] else NOT_RETRIEVED}) shares "
+        f"{_terms(t)}" + (f" ({_pct(e.relevant_matches[d])})" if t else "") for d, t in e.shared.items()
     ) or "no relevant judgment"
-    first_part = f"first result {first} shares {_terms(first_shared)}" if first else "empty ranking"
-    reasons = []
-    if homonymy:
-        reasons.append(f"surface homonymy ({first} matches {len(first_shared)} question term(s), "
-                       f"the relevant documents at most {most_shared})")
-    if vocabulary_gap:
-        reasons.append("vocabulary gap (" + ("no candidate at all" if not ranking else
-                                             f"{len(ranking)} candidates, none relevant") + ")")
+    first_part = "empty ranking"
+    if e.first:
+        rare = [t for t in e.first_shared if t in e.rare_terms]
+        first_part = (f"first result {e.first} shares {_terms(e.first_shared)}"
+                      + (f" ({_pct(e.first_match)}" + (f"; rare: {_terms(rare)}" if rare else "") + ")"
+                         if e.first_shared else ""))
+    reasons = [f"{LABELS[cause]} ({why})"] if cause else []
     if late_kind:
         reasons.append(f"late rank ({late_kind})")
     if groups:
         reasons.append("duplicates (" + "; ".join(" = ".join(g) for g in groups) + ")")
-    if missed and not reasons:
+    if e.missed and not reasons:
         reasons.append("unclassified")
-    found = f"first relevant at rank {rank}" if first_rank else f"first relevant {rank}"
+    found = f"first relevant at rank {rank}" if e.first_rank else f"first relevant {rank}"
     return {
-        "query_id": qid, "question": question, "retrieved": len(ranking), "first_relevant_rank": first_rank,
-        "rank": rank, "first_result": first, "first_result_shared": first_shared, "shared_terms": shared,
-        "relevant_ranks": relevant_ranks, "missed": missed, **flags, "late_rank_kind": late_kind,
+        "query_id": e.qid, "question": e.question, "retrieved": len(e.ranking), "first_relevant_rank": e.first_rank,
+        "rank": rank, "first_result": e.first, "first_result_shared": e.first_shared, "shared_terms": e.shared,
+        "relevant_ranks": e.relevant_ranks, "rare_terms": e.rare_terms, "distinguishing_terms": e.distinguishing,
+        "first_result_match": round(e.first_match, 4) if e.missed else float("nan"),
+        "relevant_match": round(e.relevant_match, 4) if e.missed else float("nan"),
+        "closer_share": round(e.closer_share, 4), "missed": e.missed, **flags, "late_rank_kind": late_kind,
         "duplicate_groups": groups, "classes": ", ".join(classes), "diagnosis": " + ".join(reasons),
         "evidence": f"{found}; {first_part}; {relevant_part}",
     }
@@ -297,10 +507,16 @@ def _terms(terms: list[str]) -> str:
     return ", ".join(repr(t) for t in terms) if terms else "no term"
 
 
+def _pct(share: float) -> str:
+    """A share as a whole percentage; below 1% but above 0 as '<1%', so it never reads as nothing."""
+    return "<1%" if 0 < share < 0.005 else f"{share:.0%}"
+
+
 def _empty_table() -> pd.DataFrame:
     columns = ["question", "retrieved", "first_relevant_rank", "rank", "first_result", "first_result_shared",
-               "shared_terms", "relevant_ranks", "missed", *CLASSES, "late_rank_kind", "duplicate_groups",
-               "classes", "diagnosis", "evidence"]
+               "shared_terms", "relevant_ranks", "rare_terms", "distinguishing_terms", "first_result_match",
+               "relevant_match", "closer_share", "missed", *CLASSES, "late_rank_kind", "duplicate_groups", "classes",
+               "diagnosis", "evidence"]
     return pd.DataFrame(columns=columns, index=pd.Index([], name="query_id"))
 
 

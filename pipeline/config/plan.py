@@ -59,12 +59,14 @@ def run_params(cfg: DictConfig, choices: Mapping[str, str]) -> dict[str, Any]:
 
 
 def diagnosis_settings(node: Mapping[str, Any], depth: int | None = None) -> DiagnosisSettings:
-    """The ``diagnosis`` config as :class:`DiagnosisSettings`; an out-of-range value is an InputError."""
+    """The ``diagnosis`` config as :class:`DiagnosisSettings`; an out-of-range value is an InputError. A setting
+    the node lacks (a sweep's config saved before the setting existed, read back by ``sync``) keeps its default."""
+    defaults = DiagnosisSettings()
+    kinds = {"cutoff": int, "late_limit": int, "duplicate_threshold": float, "duplicate_top_k": int,
+             "shingle_size": int, "rare_share": float, "topic_share": float, "context_share": float}
     try:
-        return DiagnosisSettings(cutoff=int(node["cutoff"]), late_limit=int(node["late_limit"]),
-                                 duplicate_threshold=float(node["duplicate_threshold"]),
-                                 duplicate_top_k=int(node["duplicate_top_k"]), shingle_size=int(node["shingle_size"]),
-                                 depth=depth)
+        return DiagnosisSettings(**{key: kind(node[key]) if key in node else getattr(defaults, key)
+                                    for key, kind in kinds.items()}, depth=depth)
     except ValueError as exc:
         raise InputError(f"diagnosis: {exc}") from None
 

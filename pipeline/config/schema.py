@@ -112,13 +112,17 @@ class GateConfig:
 
 @dataclass
 class DiagnosisConfig:
-    """pipeline/diagnosis.py: when a question counts as failing and which failure classes apply (see README)."""
+    """pipeline/analysis/diagnosis.py: when a question counts as failing and which failure class applies (see
+    docs/diagnosis.md)."""
 
     cutoff: int = 3  # a question fails when its first relevant document is not in the top `cutoff`
-    late_limit: int = 10  # late rank: rank cutoff+1 .. late_limit, or beyond late_limit / the ranking depth
+    late_limit: int = 10  # late rank: rank cutoff+1 .. late_limit, or beyond late_limit (within the ranking)
     duplicate_threshold: float = 0.6  # Jaccard similarity of word shingles that makes two documents duplicates
     duplicate_top_k: int = 10  # duplicates are looked for within each ranking's top k
     shingle_size: int = 2  # words per shingle
+    rare_share: float = 0.05  # a question term is rare when at most this share of the documents contain it
+    topic_share: float = 0.5  # a first result matching this share of the question's weight is on its topic
+    context_share: float = 0.02  # a relevant document among this share of the corpus nearest the first result
     histogram_metric: str | None = None  # the per-run histogram's metric; null: nDCG at the largest cutoff
 
 

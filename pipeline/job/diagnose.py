@@ -29,6 +29,7 @@ from pipeline.config.plan import JobPlan
 from pipeline.job.results import JobResult
 from pipeline.reports.html import save_figures
 from pipeline.reports.plots import Figure, failure_bars, metric_histogram
+from retrievers.base import Documents, counts_of
 
 TERMINAL_QUESTIONS = 10  # failing questions printed per job; diagnosis.txt lists them all
 
@@ -67,9 +68,12 @@ class JobDiagnosis:
         return [self.text_file, *save_figures(self.figures, out_dir / PLOTS_DIR)]
 
 
-def diagnose_job(result: JobResult, plan: JobPlan) -> JobDiagnosis:
+def diagnose_job(result: JobResult, plan: JobPlan, documents: Documents | None = None) -> JobDiagnosis:
     """Diagnose every question of the job with its own tokenizer and ranking depth, and extend ``result``:
     its per-question table gains the diagnosis columns, its metrics the ``system/rankscope/failures/<class>`` counts.
+
+    ``documents``: the corpus as the job's retrievers saw it (through the term-count cache), so the diagnosis
+    reads the term counts a lexical retriever already made, and a sweep's later jobs reuse them.
 
     The depth is the one the ranking was actually made to: ``depth`` as capped by the retriever (a weighted fusion
     keeps its own top ``retriever.depth``, no retriever returns more documents than the corpus holds), which is the
@@ -77,7 +81,9 @@ def diagnose_job(result: JobResult, plan: JobPlan) -> JobDiagnosis:
     ended because nothing else scored (not retrieved).
     """
     settings = dataclasses.replace(plan.diagnosis, depth=min(plan.depth, result.run.depth or plan.depth))
-    table = diagnose(result.collection, result.run, result.evaluation, plan.context.tokenizer, settings)
+    tokenizer = plan.context.tokenizer
+    counts = counts_of(documents, tokenizer) if documents is not None else None
+    table = diagnose(result.collection, result.run, result.evaluation, tokenizer, settings, counts)
     add_columns(result.table, table)
     result.extra_metrics.update(failure_metrics(table))
     metric = plan.histogram_metric

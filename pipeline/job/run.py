@@ -87,7 +87,7 @@ def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = 
         retriever = job.index(plan, collection)
         run = job.rank(plan, retriever, collection)
         result = job.evaluate(plan, collection, retriever, run)
-        diagnosis = diagnose_job(result, plan)
+        diagnosis = diagnose_job(result, plan, job.reuse.documents(collection))
         record, text = job.write(plan, result, diagnosis)
     except InputError as exc:
         return job.failed(str(exc))

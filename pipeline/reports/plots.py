@@ -19,12 +19,14 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_bounds, resample_means
-from pipeline.analysis.diagnosis import CLASSES, LABELS
+from pipeline.analysis.diagnosis import CAUSES, CLASSES, LABELS
 
 # Above this many questions the rank heat map shows rank buckets per system instead of one row per question.
 HEATMAP_MAX_ROWS = 50
 # Rank buckets, best to worst, then "not retrieved": colour-blind-safe blues to oranges, grey for none.
 BUCKET_COLOURS = ("#08519c", "#6baed6", "#fdae6b", "#d94801")
+# Failure causes (pipeline.analysis.diagnosis.CAUSES, in order): dark to light oranges.
+CAUSE_COLOURS = ("#7f2704", "#d94801", "#f16913", "#fd8d3c", "#fdae6b")
 NOT_RETRIEVED_COLOUR = "#3a3a3a"
 
 
@@ -41,11 +43,12 @@ def new_figure(width: float, height: float) -> Figure:
 RUN_PLOT_MARGINS = {"left": 0.95, "right": 0.25, "bottom": 0.7, "top": 0.7}
 
 
-def run_figure(width: float, height: float) -> Figure:
-    """A per-run plot's Figure: one axes inside :data:`RUN_PLOT_MARGINS`, no layout pass at draw time."""
+def run_figure(width: float, height: float, **margins: float) -> Figure:
+    """A per-run plot's Figure: one axes inside :data:`RUN_PLOT_MARGINS` (or the ``margins`` given, in inches),
+    no layout pass at draw time."""
     fig = Figure(figsize=(width, height))
     FigureCanvasAgg(fig)
-    m = RUN_PLOT_MARGINS
+    m = {**RUN_PLOT_MARGINS, **margins}
     fig.subplots_adjust(left=m["left"] / width, right=1 - m["right"] / width, bottom=m["bottom"] / height,
                         top=1 - m["top"] / height)
     return fig
@@ -237,19 +240,22 @@ def metric_histogram(values: pd.Series, metric: str, system: str, bins: int = 10
 
 
 def failure_bars(counts: Mapping[str, int], system: str, questions: int | None = None) -> Figure:
-    """Bar chart of failure-class counts (keys of pipeline.analysis.diagnosis.CLASSES) for one run."""
+    """Horizontal bars of failure-class counts (keys of pipeline.analysis.diagnosis.CLASSES) for one run: the
+    causes (one per failing question) in oranges, then late rank and duplicates (which may accompany a cause) in
+    blues."""
     values = [int(counts.get(c, 0)) for c in CLASSES]
-    fig = run_figure(6.5, 4.0)
+    fig = run_figure(7.0, 4.2, left=2.3)
     ax = fig.add_subplot()
-    bars = ax.bar([LABELS[c] for c in CLASSES], values, color=["#d94801", "#fdae6b", "#6baed6", "#08519c"])
+    colours = [*CAUSE_COLOURS[: len(CAUSES)], *BUCKET_COLOURS[: len(CLASSES) - len(CAUSES)][::-1]]
+    bars = ax.barh([LABELS[c] for c in CLASSES], values, color=colours)
     ax.bar_label(bars, padding=2)
-    ax.set_ylim(0, max([*values, 1]) * 1.2)
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.invert_yaxis()  # the first class on top
+    ax.set_xlim(0, max([*values, 1]) * 1.25)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     scope = f" of {questions}" if questions is not None else ""
-    ax.set_title(f"Questions{scope} per failure class (a question may carry several)\nsystem: {system}",
-                 fontsize="medium")
-    ax.set_xlabel("failure class")
-    ax.set_ylabel("questions (count)")
+    ax.set_title(f"Questions{scope} per failure class\nsystem: {system}", fontsize="medium")
+    ax.set_ylabel("failure class (causes, then where)")
+    ax.set_xlabel("questions (count)")
     return fig
 
 

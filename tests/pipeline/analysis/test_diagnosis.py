@@ -1,4 +1,5 @@
-"""Failure diagnosis: SPEC.md's help-desk classes, the shared-terms evidence, and constructed cases per rule."""
+"""Failure diagnosis: SPEC.md's help-desk classes, the shared-terms evidence, and constructed cases per rule (each
+rule firing, and a near miss that differs in the one piece of evidence the rule reads)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from metrics.evaluate import evaluate
 from metrics.qrels import Qrels
 from metrics.run import Run
 from pipeline.analysis.diagnosis import (
+    CAUSES,
     CLASSES,
     DiagnosisSettings,
     _remembered_columns,
@@ -17,6 +19,7 @@ from pipeline.analysis.diagnosis import (
     failure_metrics,
     shingles,
 )
+from pipeline.common.names import FAILURES_PREFIX as F
 from pipeline.data.collection import Collection
 from retrievers.text import Tokenizer
 
@@ -41,8 +44,8 @@ def test_bm25_fails_exactly_q02_by_vocabulary_gap_and_q10_by_homonymy(tables):
     assert classes_of(table) == {"q02": "vocabulary_gap", "q10": "homonymy"}
     assert table.index[table["missed"]].tolist() == ["q02", "q10"]
     assert failure_metrics(table) == {
-        "system/rankscope/failures/vocabulary_gap": 1, "system/rankscope/failures/homonymy": 1,
-        "system/rankscope/failures/late_rank": 0, "system/rankscope/failures/duplicates": 0,
+        F + "vocabulary_gap": 1, F + "partial_gap": 0, F + "homonymy": 1, F + "common_terms": 0,
+        F + "term_weighting": 0, F + "late_rank": 0, F + "duplicates": 0,
     }
 
 
@@ -58,7 +61,13 @@ def test_q10_export1_wins_on_data_while_backups_share_nothing(tables):
     assert row["first_result"] == "export1"
     assert row["first_result_shared"] == ["data"]
     assert row["shared_terms"] == {"backup3": [], "backup2": []}  # best grade first
-    assert not row["vocabulary_gap"]  # homonymy takes precedence over the same evidence read as a gap
+    # the evidence of homonymy: a rare word (one document of 28 has "data") that no relevant document has,
+    # a small part of the question ("want", "yesterday" and "back" are in no document: nothing can match them),
+    # and no relevant document near export1 (they share no word with it)
+    assert row["rare_terms"] == ["data"] and row["distinguishing_terms"] == ["data"]
+    assert 0 < row["first_result_match"] < 0.5 and row["relevant_match"] == 0
+    assert row["closer_share"] == 1.0
+    assert not row["vocabulary_gap"]  # one cause per question
 
 
 def test_shared_terms_follow_question_order_and_ignore_stop_words(tables):
@@ -80,9 +89,11 @@ def test_every_system_shows_the_gap_and_the_homonymy(system, tables):
 def test_late_rank_says_which_kind(tables):
     assert tables["LSA"].loc["q10", "late_rank_kind"] == "beyond rank 10"  # SPEC: LSA finds q10 at 13
     assert tables["LSA"].loc["q10", "relevant_ranks"] == {"backup3": 0, "backup2": 13}
-    # the weighted fusion keeps a full top 10, so q10's relevant documents may lie beyond that depth
-    assert tables["weighted"].loc["q10", "late_rank_kind"] == "beyond depth 10"
-    # BM25 scored only export1 for q10: its backups are not retrieved at all, which is not a late rank
+    # the weighted fusion keeps a full top 10 without q10's relevant documents: they may lie beyond that depth,
+    # but nothing says where, so that is no late rank (MRR and nDCG count them as not found)
+    assert tables["weighted"].loc["q10", "rank"] == "beyond depth 10"
+    assert tables["weighted"].loc["q10", "late_rank_kind"] == "" and not tables["weighted"].loc["q10", "late_rank"]
+    # BM25 scored only export1 for q10: its backups are not retrieved at all, which is not a late rank either
     assert tables["BM25"].loc["q10", "late_rank_kind"] == ""
 
 
@@ -114,7 +125,7 @@ def diagnose_rankings(collection: Collection, rankings: dict[str, list[str]], **
 FILLER = {f"f{i}": f"unrelated filler text number {i} about gardening tools" for i in range(12)}
 
 
-def test_late_rank_between_cutoff_and_ten_beyond_ten_and_beyond_depth():
+def test_late_rank_between_cutoff_and_ten_and_beyond_ten_but_not_beyond_the_ranking():
     docs = {**FILLER, "target": "the answer document"}
     collection = build(docs, {"a": "answer", "b": "answer", "c": "answer", "d": "answer"},
                        {q: {"target": 1} for q in "abcd"})
@@ -122,16 +133,15 @@ def test_late_rank_between_cutoff_and_ten_beyond_ten_and_beyond_depth():
     table = diagnose_rankings(collection, {
         "a": [*fillers[:4], "target"],  # rank 5
         "b": [*fillers[:11], "target"],  # rank 12
-        "c": fillers[:12],  # full list, target absent: beyond the depth of 12
-        "d": fillers[:3],  # the list ended early: not retrieved, not late
+        "c": fillers[:12],  # full list, target absent: it may lie beyond the depth of 12, nobody knows where
+        "d": fillers[:3],  # the list ended early: not retrieved
     })
-    assert table["late_rank"].to_dict() == {"a": True, "b": True, "c": True, "d": False}
-    assert table["late_rank_kind"].to_dict() == {"a": "rank 4-10", "b": "beyond rank 10", "c": "beyond depth 12",
-                                                 "d": ""}
-    assert table.loc["b", "rank"] == "12" and table.loc["d", "rank"] == "not retrieved"
+    assert table["late_rank"].to_dict() == {"a": True, "b": True, "c": False, "d": False}
+    assert table["late_rank_kind"].to_dict() == {"a": "rank 4-10", "b": "beyond rank 10", "c": "", "d": ""}
+    assert table["rank"].to_dict() == {"a": "5", "b": "12", "c": "beyond depth 12", "d": "not retrieved"}
     # "target" shares "answer" with every question, so an absent target is no vocabulary gap
     assert not table["vocabulary_gap"].any()
-    assert failure_counts(table)["late_rank"] == 3
+    assert failure_counts(table)["late_rank"] == 2
 
 
 def test_the_cutoff_is_configurable():
@@ -169,18 +179,134 @@ def test_duplicates_crowding_the_top_are_grouped_in_rank_order():
     assert strict.loc["q", "duplicate_groups"] == [["backup", "backup_v2"]]
 
 
-def test_homonymy_needs_the_wrong_document_to_share_more_terms_than_every_relevant_one():
-    docs = {"wrong": "export data from yesterday", "right": "restore data", "noise": "gardening tools"}
-    collection = build(docs, {"q": "restore my data from yesterday", "t": "data yesterday"},
-                       {"q": {"right": 1}, "t": {"right": 1}})
-    table = diagnose_rankings(collection, {"q": ["wrong"], "t": ["wrong", "noise", "right", "x"]}, cutoff=1)
-    # q: "wrong" shares data+yesterday, "right" shares restore+data: a tie is no homonymy, and "right"
-    # shares terms, so no vocabulary gap either: the question is missed but unclassified
-    assert table.loc["q", "shared_terms"] == {"right": ["restore", "data"]}
-    assert table.loc["q", "first_result_shared"] == ["data", "yesterday"]
-    assert table.loc["q", "classes"] == "" and table.loc["q", "diagnosis"] == "unclassified"
-    # t: "wrong" shares two terms, "right" one: homonymy, together with the late rank of "right"
-    assert table.loc["t", "classes"] == "homonymy, late_rank"
+# The cause rules, each on one question over its own few documents and 80 office memos. A word of the memos is
+# in over 5% of the 80-odd documents (common); a word of the given documents is in a handful (rare).
+MEMOS = {f"memo{i}": f"office memo {i} on lunch and parking schedule" for i in range(80)}
+
+
+def cause_of(docs: dict[str, str], question: str, relevant: list[str], first: str, **settings):
+    """The diagnosis row of ``question`` when ``first`` ranks first and the relevant documents fifth and after."""
+    collection = build({**MEMOS, **docs}, {"q": question}, {"q": {d: 1 for d in relevant}})
+    ranking = [first, "memo77", "memo78", "memo79", *relevant]
+    row = diagnose_rankings(collection, {"q": ranking}, **settings).loc["q"]
+    assert row["missed"] and sum(bool(row[c]) for c in CAUSES) == 1  # exactly one cause per missed question
+    return row
+
+
+def cause(row) -> str:
+    return next(c for c in CAUSES if row[c])
+
+
+NO_SHARED_WORD = {
+    "export": "data export writes a csv file",
+    "backup": "nightly snapshots bring deleted work back",  # relevant: shares no word with the questions below
+    "snapshot_help": "snapshots of deleted work and data are kept nightly",  # in the backup's context
+}
+
+
+def test_a_rare_word_alone_in_another_context_is_homonymy_when_the_relevant_documents_share_no_word():
+    row = cause_of(NO_SHARED_WORD, "I want my lost data", ["backup"], "export")
+    assert cause(row) == "homonymy" and row["relevant_match"] == 0
+    assert row["distinguishing_terms"] == ["data"] and "data" in row["rare_terms"]
+    assert row["first_result_match"] < 0.5 and row["closer_share"] == 1.0
+    assert row["diagnosis"].startswith("surface homonymy (export wins on the rare 'data'")
+
+
+def test_the_same_rare_word_on_the_relevant_documents_topic_is_a_vocabulary_gap():
+    # snapshot_help has "data" too, but it is the backup document's nearest neighbour: the relevant document
+    # only words the matter differently
+    row = cause_of(NO_SHARED_WORD, "I want my lost data", ["backup"], "snapshot_help")
+    assert cause(row) == "vocabulary_gap" and row["closer_share"] == 0.0
+
+
+def test_a_first_result_matching_most_of_the_question_is_no_homonymy():
+    row = cause_of(NO_SHARED_WORD, "where is my data", ["backup"], "export")  # "data" is the whole question
+    assert cause(row) == "vocabulary_gap" and row["first_result_match"] == 1.0
+
+
+def test_a_first_result_matching_only_common_words_is_no_homonymy():
+    row = cause_of(NO_SHARED_WORD, "I want my lost parking permit", ["backup"], "memo0")
+    assert cause(row) == "vocabulary_gap" and row["first_result_shared"] == ["parking"] and row["rare_terms"] == []
+
+
+PRINTERS = {
+    "manual": "printer manual",
+    "jam_guide": "jam guide",
+    "fix": "printer jam fix",
+    "toner_fix": "printer toner fix",
+    "schedule": "printer schedule",
+}
+
+
+def test_a_relevant_document_matching_as_much_weight_is_term_weighting_even_with_fewer_words():
+    # memo0 shares two question words and the relevant document one, but a rare word weighs more than two common
+    # ones. (The rule before weights, "more shared words than every relevant document", called this homonymy.)
+    row = cause_of({**PRINTERS, "toner_manual": "toner cartridge manual"}, "toner lunch parking",
+                   ["toner_manual"], "memo0")
+    assert cause(row) == "term_weighting" and len(row["first_result_shared"]) == 2
+    assert row["relevant_match"] > row["first_result_match"]
+
+
+def test_a_first_result_whose_words_the_relevant_documents_all_have_is_term_weighting():
+    # "fix" matches printer and jam together; the manual has "printer", the guide "jam": no distinguishing word
+    row = cause_of(PRINTERS, "printer jam", ["manual", "jam_guide"], "fix")
+    assert cause(row) == "term_weighting" and row["distinguishing_terms"] == []
+    assert row["first_result_match"] > row["relevant_match"]
+
+
+def test_a_rare_distinguishing_word_on_the_question_topic_is_a_partial_vocabulary_gap():
+    # near miss of the case above: without the guide judged relevant, "jam" is in no relevant document
+    row = cause_of(PRINTERS, "printer jam", ["manual"], "fix")
+    assert cause(row) == "partial_gap" and row["distinguishing_terms"] == ["jam"]
+    assert row["first_result_match"] == 1.0 and row["diagnosis"].startswith("partial vocabulary gap (fix has the "
+                                                                            "rare 'jam'")
+
+
+def test_only_common_distinguishing_words_are_common_terms():
+    row = cause_of(PRINTERS, "printer schedule", ["manual"], "schedule")
+    assert cause(row) == "common_terms" and row["distinguishing_terms"] == ["schedule"]
+    assert "schedule" not in row["rare_terms"]
+
+
+def test_a_rare_distinguishing_word_is_no_common_terms():
+    row = cause_of(PRINTERS, "printer toner", ["manual"], "toner_fix")  # near miss: "toner" is rare
+    assert cause(row) == "partial_gap" and row["distinguishing_terms"] == ["toner"]
+
+
+ARCHIVES = {
+    "scanning": "archive scanning service for libraries",  # relevant: shares "archive" with the question
+    "vinyl": "restore old vinyl records",  # the question's "restore old", about records
+    "prints": "restore old photo prints",  # the question's "restore old photo"
+    "library_repair": "restore old scanning service for libraries",  # "restore old", near the relevant document
+}
+OLD_PHOTOS = "restore the old photo archive scans"
+
+
+def test_rare_words_of_a_small_part_of_the_question_in_another_context_are_homonymy():
+    row = cause_of(ARCHIVES, OLD_PHOTOS, ["scanning"], "vinyl")
+    assert cause(row) == "homonymy" and row["distinguishing_terms"] == ["restore", "old"]
+    assert row["relevant_match"] < row["first_result_match"] < 0.5 and row["closer_share"] > 0.02
+
+
+def test_rare_words_of_most_of_the_question_are_a_partial_vocabulary_gap():
+    row = cause_of(ARCHIVES, OLD_PHOTOS, ["scanning"], "prints")  # near miss: three question words of five
+    assert cause(row) == "partial_gap" and row["first_result_match"] >= 0.5
+
+
+def test_rare_words_near_a_relevant_document_are_a_partial_vocabulary_gap():
+    row = cause_of(ARCHIVES, OLD_PHOTOS, ["scanning"], "library_repair")  # near miss: the relevant document's context
+    assert cause(row) == "partial_gap" and row["first_result_match"] < 0.5 and row["closer_share"] == 0.0
+
+
+def test_what_counts_as_most_of_the_question_is_configurable():
+    row = cause_of(ARCHIVES, OLD_PHOTOS, ["scanning"], "vinyl", topic_share=0.3)  # vinyl matches 2 words of 5
+    assert cause(row) == "partial_gap" and row["first_result_match"] >= 0.3
+
+
+def test_the_rarity_threshold_is_configurable():
+    # with "rare" meaning in at most 1 document in 1000 (and always: in one document), "jam" (3 documents) is common
+    row = cause_of(PRINTERS, "printer jam", ["manual"], "fix", rare_share=0.001)
+    assert cause(row) == "common_terms" and row["rare_terms"] == []
 
 
 def test_a_question_missing_from_the_run_is_an_empty_ranking():
@@ -193,7 +319,8 @@ def test_a_question_missing_from_the_run_is_an_empty_ranking():
 def test_shingles_and_settings_are_checked():
     assert shingles(["a", "b", "c"], 2) == {"a\x1fb", "b\x1fc"}
     assert shingles(["a"], 3) == {"a"} and shingles([], 2) == set()
-    for bad in ({"cutoff": 0}, {"duplicate_threshold": 0}, {"duplicate_top_k": 1}, {"cutoff": 5, "late_limit": 4}):
+    for bad in ({"cutoff": 0}, {"duplicate_threshold": 0}, {"duplicate_top_k": 1}, {"cutoff": 5, "late_limit": 4},
+                {"rare_share": 0}, {"topic_share": 1.5}, {"context_share": 1.0}):
         with pytest.raises(ValueError):
             DiagnosisSettings(**bad)
     assert set(failure_counts(diagnose_rankings(build({"d": "x"}, {"q": "x"}, {"q": {"d": 1}}), {"q": ["d"]}))) == set(

@@ -34,7 +34,7 @@ from tests.pipeline.config.test_config import composed
 
 SYSTEMS = ["BM25", "LSA", "weighted", "RRF"]
 DEFAULTS = {"cutoff": 3, "late_limit": 10, "duplicate_threshold": 0.6, "duplicate_top_k": 10, "shingle_size": 2,
-            "histogram_metric": None}
+            "rare_share": 0.05, "topic_share": 0.5, "context_share": 0.02, "histogram_metric": None}
 METRICS = {"k": [3, 5, 10], "measures": ["hit_rate", "recall", "mrr", "ndcg"], "show": ["hit_rate@3", "ndcg@5"],
            "primary": "ndcg@5", "level": 1, "gain": "linear", "missing": "zero",
            "bootstrap": {"resamples": 100, "seed": 0, "confidence": 0.95, "method": "percentile"}}
@@ -74,10 +74,11 @@ class Page(HTMLParser):
 def test_the_bm25_run_counts_one_vocabulary_gap_and_one_homonymy(four_systems):
     _, _, children = runs(four_systems[0])
     m = children["BM25"].data.metrics
-    assert {k: m[k] for k in m if k.startswith("system/rankscope/failures/")} == {
-        "system/rankscope/failures/vocabulary_gap": 1, "system/rankscope/failures/homonymy": 1,
-        "system/rankscope/failures/late_rank": 0, "system/rankscope/failures/duplicates": 0}
-    assert children["LSA"].data.metrics[f"{FAILURES}late_rank"] == 1  # SPEC: LSA finds q10's backup2 at rank 13
+    assert {k: m[k] for k in m if k.startswith(FAILURES)} == {
+        FAILURES + "vocabulary_gap": 1, FAILURES + "partial_gap": 0, FAILURES + "homonymy": 1,
+        FAILURES + "common_terms": 0, FAILURES + "term_weighting": 0, FAILURES + "late_rank": 0,
+        FAILURES + "duplicates": 0}
+    assert children["LSA"].data.metrics[FAILURES + "late_rank"] == 1  # SPEC: LSA finds q10's backup2 at rank 13
 
 
 def test_the_logged_table_marks_q02_and_q10_with_their_evidence(four_systems, tmp_path):
@@ -91,6 +92,9 @@ def test_the_logged_table_marks_q02_and_q10_with_their_evidence(four_systems, tm
     assert json.loads(rows["q02"]["shared_terms"]) == {"refund1": [], "refund2": [], "refund3": []}
     assert rows["q10"]["first_result"] == "export1" and json.loads(rows["q10"]["first_result_shared"]) == ["data"]
     assert json.loads(rows["q10"]["shared_terms"]) == {"backup3": [], "backup2": []}
+    assert json.loads(rows["q10"]["distinguishing_terms"]) == ["data"] and rows["q10"]["closer_share"] == "1.0000"
+    assert 0 < float(rows["q10"]["first_result_match"]) < 0.5 and float(rows["q10"]["relevant_match"]) == 0
+    assert rows["q01"]["first_result_match"] == "" and rows["q01"]["closer_share"] == ""  # q01 is not missed
     assert rows["q10"]["missed"] is True and rows["q12"]["missed"] is False  # q12: rank 2, within the top 3
     assert json.loads(rows["q01"]["shared_terms"]) == {"pricing1": ["pro", "plan"], "pricing2": ["plan"]}
     csv = pd.read_csv(client.download_artifacts(children["BM25"].info.run_id, "per_question.csv", str(tmp_path)),
@@ -107,7 +111,8 @@ def test_the_terminal_has_a_diagnosis_section_naming_q02_and_q10_with_their_evid
     assert "vocabulary gap (no candidate at all)" in lines[q02]
     assert "refund1 (not retrieved) shares no term" in lines[q02 + 1]
     q10 = next(i for i, line in enumerate(lines) if line.strip().startswith("q10"))
-    assert "surface homonymy" in lines[q10] and "export1 shares 'data'" in lines[q10 + 1]
+    assert "surface homonymy (export1 wins on the rare 'data'" in lines[q10]
+    assert "export1 shares 'data'" in lines[q10 + 1]
     assert not any(line.strip().startswith(("q01", "q12")) for line in lines)
 
 
@@ -152,6 +157,8 @@ def test_the_parent_holds_the_html_report_with_every_system_and_the_plots(four_s
 def test_the_diagnosis_group_composes_to_the_documented_defaults_and_is_typed():
     assert dict(composed().diagnosis) == DEFAULTS
     assert diagnosis_settings(composed().diagnosis) == DiagnosisSettings()  # conf file = the rules' defaults
+    # a sweep saved before a setting existed (read back by sync) gets that setting's default
+    assert diagnosis_settings({"cutoff": 2, "late_limit": 10}) == DiagnosisSettings(cutoff=2)
     assert composed("diagnosis.late_limit=20").diagnosis.late_limit == 20
     with pytest.raises(ConfigCompositionException):
         composed("diagnosis.cutoff=three")
@@ -160,7 +167,8 @@ def test_the_diagnosis_group_composes_to_the_documented_defaults_and_is_typed():
 
 
 @pytest.mark.parametrize("key, value", [("cutoff", 0), ("late_limit", 2), ("duplicate_threshold", 1.5),
-                                        ("duplicate_top_k", 1), ("shingle_size", 0)])
+                                        ("duplicate_top_k", 1), ("shingle_size", 0), ("rare_share", 0),
+                                        ("topic_share", 2), ("context_share", -0.1)])
 def test_an_out_of_range_setting_is_a_one_line_input_error(key, value):
     with pytest.raises(InputError, match=f"^diagnosis: .*{key}"):
         diagnosis_settings({**DEFAULTS, key: value})
@@ -187,7 +195,11 @@ def test_the_table_columns_survive_a_csv_round_trip(helpdesk_collection, helpdes
     read = diagnosis_from_table(back.set_index("query_id"))
     for column in ("question", "rank", "first_result", "diagnosis", "evidence", "missed", *CLASSES):
         assert read[column].tolist() == diagnosis[column].tolist(), column
-    assert diagnosis_from_table(back.drop(columns="evidence").set_index("query_id")) is None  # an older run
+    assert diagnosis_from_table(back.drop(columns="evidence").set_index("query_id")) is None  # no diagnosis
+    # a run logged before the match columns existed still shows its diagnosis
+    older = diagnosis_from_table(back.drop(columns=["distinguishing_terms", "first_result_match", "relevant_match",
+                                                    "closer_share"]).set_index("query_id"))
+    assert older is not None and older["late_rank"].tolist() == diagnosis["late_rank"].tolist()
 
 
 def test_the_terminal_section_is_cut_after_a_few_questions_and_says_where_the_rest_is(tmp_path):

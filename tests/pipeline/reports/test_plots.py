@@ -162,10 +162,11 @@ def test_metric_histogram_counts_every_question_once(ndcg):
 def test_failure_bars_show_each_class_count():
     fig = plots.failure_bars({"vocabulary_gap": 1, "homonymy": 2, "late_rank": 0, "duplicates": 4}, "bm25", 14)
     ax = fig.axes[0]
-    assert_readable(fig)
-    assert [p.get_height() for p in ax.patches] == [1, 2, 0, 4]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["vocabulary gap", "surface homonymy", "late rank",
-                                                          "duplicates"]
+    assert_readable(fig, "x")
+    assert [p.get_width() for p in ax.patches] == [1, 0, 2, 0, 0, 0, 4]  # a class not given counts 0
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "vocabulary gap", "partial vocabulary gap", "surface homonymy", "common terms", "term weighting", "late rank",
+        "duplicates"]
     assert "of 14 per failure class" in ax.get_title() and "bm25" in ax.get_title()
 
 
@@ -174,15 +175,17 @@ def test_per_run_plots_keep_every_text_inside_the_image(questions):
     """The per-run plots have fixed margins (no layout pass): titles, labels and counts still fit, up to a
     million questions."""
     values = pd.Series(np.linspace(0, 1, questions))
-    counts = {"vocabulary_gap": questions // 3, "homonymy": 2, "late_rank": questions, "duplicates": 0}
+    counts = {"vocabulary_gap": questions // 3, "partial_gap": questions // 2, "homonymy": 2, "late_rank": questions,
+              "duplicates": 0}
     for fig in (plots.metric_histogram(values, "ndcg@10", "bm25 k1=1.5 b=0.75"),
                 plots.failure_bars(counts, "bm25 k1=1.5 b=0.75", questions)):
         renderer = fig.canvas.get_renderer()
         fig.draw(renderer)
         ax = fig.axes[0]
-        low, high = ax.get_ylim()
-        ticks = [t for t in ax.get_yticklabels() if low <= t.get_position()[1] <= high]  # others are not drawn
-        texts = [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(), *ticks, *ax.texts]
+        (xlow, xhigh), (ylow, yhigh) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+        xticks = [t for t in ax.get_xticklabels() if xlow <= t.get_position()[0] <= xhigh]  # others are not drawn
+        yticks = [t for t in ax.get_yticklabels() if ylow <= t.get_position()[1] <= yhigh]
+        texts = [ax.title, ax.xaxis.label, ax.yaxis.label, *xticks, *yticks, *ax.texts]
         shown = [t for t in texts if t.get_visible() and t.get_text()]
         assert len(shown) > 8
         for text in shown:
