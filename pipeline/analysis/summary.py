@@ -223,11 +223,12 @@ def beyond_depth(per_question: pd.DataFrame) -> pd.Series:
 
 
 def swept_params(systems: list[SystemRun]) -> dict[str, list[str]]:
-    """The params whose value differs between the systems, with their values in order of first appearance."""
-    keys = list(dict.fromkeys(k for s in systems for k in s.params))
+    """The params every system has and whose value differs between them, with their values in order of first
+    appearance (a key only some retrievers have, a fusion's ``alpha``, is a setting of those, not a swept one)."""
+    keys = [k for k in dict.fromkeys(k for s in systems for k in s.params) if all(k in s.params for s in systems)]
     swept = {}
     for key in keys:
-        values = [s.params.get(key) for s in systems]
+        values = [s.params[key] for s in systems]
         if len(set(values)) > 1:
             swept[key] = list(dict.fromkeys(str(v) for v in values))
     return swept

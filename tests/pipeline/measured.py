@@ -17,6 +17,14 @@ from pipeline.analysis.summary import SystemRun
 from pipeline.data.collection import Collection
 from pipeline.job.results import per_question_table
 
+# The params a help-desk job logs (its flattened config), as MLflow returns them: strings.
+HELPDESK_PARAMS = {
+    "corpus": "helpdesk", "corpus.name": "helpdesk", "corpus.split": "test", "depth": "100", "metrics.k": "[3, 5, 10]",
+    "metrics.measures": "[hit_rate, recall, mrr, ndcg]", "metrics.level": "1", "metrics.gain": "linear",
+    "metrics.missing": "zero", "metrics.bootstrap.method": "percentile", "metrics.bootstrap.resamples": "1000",
+    "metrics.bootstrap.seed": "0", "metrics.bootstrap.confidence": "0.95",
+}
+
 
 def measured(name: str, job: int, run: Run, collection: Collection, specs: list[MetricSpec],
              params: dict[str, str] | None = None, digest: str = "d1", resamples: int = 1000) -> SystemRun:
@@ -35,5 +43,6 @@ def measured(name: str, job: int, run: Run, collection: Collection, specs: list[
         metrics.update({spec.mlflow_key: iv.mean, f"{spec.mlflow_key}/ci_low": iv.low,
                         f"{spec.mlflow_key}/ci_high": iv.high})
     return SystemRun(f"run{job}", name, "FINISHED", job, metrics, corpus_digest=digest, per_question=read,
-                     params=dict(params or {}), tags={"rankscope.code_version": "0.1.0+test"},
-                     started_ms=1_767_225_600_000 + job)
+                     params={**HELPDESK_PARAMS, **(params or {})},
+                     tags={"rankscope.code_version": "0.1.0+test", "rankscope.corpus": collection.name},
+                     started_ms=1_767_225_600_000 + 60_000 * job)
