@@ -24,6 +24,7 @@ from metrics.bootstrap import (
 from metrics.significance import holm, randomisation_p_values
 
 BETTER, WORSE, SAME = "better", "worse", "indistinguishable"
+PAIR_COLUMNS = 256  # all_pairs works on this many (pair, metric) columns at a time
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,12 @@ def all_pairs(
         raise ValueError("the systems have no question in common")
     values = [tables[name].loc[shared, list(metrics)].to_numpy(dtype=np.float64) for name in names]
     diff = np.concatenate([values[i] - values[j] for i, j in pairs], axis=1)  # questions x (pair, metric)
-    low, high = percentile_bounds(resample_means_by_counts(diff, resamples, seed), confidence)
-    p = randomisation_p_values(diff, permutations, seed)
+    low, high, p = (np.empty(diff.shape[1]) for _ in range(3))
+    for start in range(0, diff.shape[1], PAIR_COLUMNS):  # a block at a time: memory stays flat with many systems
+        block = slice(start, start + PAIR_COLUMNS)  # (each block draws the same resamples and flips: same seed)
+        low[block], high[block] = percentile_bounds(resample_means_by_counts(diff[:, block], resamples, seed),
+                                                    confidence)
+        p[block] = randomisation_p_values(diff[:, block], permutations, seed)
     by_metric = p.reshape(len(pairs), len(metrics))
     p_holm = np.column_stack([holm(by_metric[:, j]) for j in range(len(metrics))]).ravel()
     excludes = (low > 0) | (high < 0)

@@ -25,6 +25,7 @@ from metrics.spec import MetricSpec
 IDENTICAL = "identical per question"
 LISTED_IN_LABEL = 3  # a group of more systems is labelled "A and N others (identical per question)"
 BEYOND = re.compile(r"beyond depth (\d+)")
+MAX_PAIRED = 40  # above this many distinct systems (780 pairs), only the comparisons against the top one are made
 
 
 @dataclass
@@ -68,7 +69,8 @@ class SweepSummary:
     same_data: bool = True  # False: systems were measured on different collections, so not compared per question
     groups: list[list[str]] = field(default_factory=list)  # systems with identical results, in job order
     tied: list[str] = field(default_factory=list)  # systems whose primary-metric interval vs `best` contains zero
-    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # (a, b, metric): every pair of groups
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # (a, b, metric): every pair of groups (up to
+    # MAX_PAIRED groups)
     sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)  # (a, b): n, sd, mde on the primary metric
     swept: dict[str, list[str]] = field(default_factory=dict)  # params that differ between the systems
     power: float = DEFAULT_POWER
@@ -181,7 +183,7 @@ def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpe
             primary_rows = summary.differences.xs(primary.name, level="metric")
             contains_zero = primary_rows[(primary_rows.ci_low <= 0) & (primary_rows.ci_high >= 0)]
             summary.tied = [s for rep in contains_zero.index for s in summary.group_of(rep)]
-    if len(summary.groups) > 1 and names:
+    if 1 < len(summary.groups) <= MAX_PAIRED and names:
         tables = {rep: by_name[rep].per_question for rep in summary.representatives}
         summary.pairs = all_pairs(tables, names, confidence, resamples, permutations, seed)
     if primary.name in names:

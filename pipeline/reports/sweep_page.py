@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from pipeline.analysis.diagnosis import CLASSES, LABELS
-from pipeline.analysis.summary import SweepSummary, group_label
+from pipeline.analysis.summary import MAX_PAIRED, SweepSummary, group_label
 from pipeline.reports.html import Section, details, figure_html, link, paragraph, render_html, table_html
 from pipeline.reports.plots import rank_buckets
 from pipeline.reports.tables import grid_table, letters, means_table, pairs_table, to_html
@@ -198,6 +198,9 @@ def verdict_html(summary: SweepSummary) -> str:
 def means_html(summary: SweepSummary) -> str:
     table = means_table(summary)
     body = to_html(table) + paragraph(table.caption, "note")
+    if len(summary.groups) > MAX_PAIRED:
+        body += paragraph(f"{len(summary.groups)} distinct systems: more than {MAX_PAIRED}, so not every pair was "
+                          f"compared (no superscripts); each is compared with the top one below.", "note")
     for group in summary.groups:
         if len(group) > 1:
             body += paragraph(f"Identical per question (every shown metric, every question): {' = '.join(group)}.")

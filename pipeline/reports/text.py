@@ -91,8 +91,8 @@ def systems_table(summary: SweepSummary) -> str:
     return text
 
 
-RANK_LEGEND = ("-- = not retrieved (the ranking ended without a relevant document); >N = beyond depth N (the ranking "
-               "was full to depth N: a relevant document may lie deeper)")
+RANK_LEGEND = ("-- = not retrieved: the ranking ended without a relevant document; >N = beyond depth N: the ranking "
+               "was full to depth N without one, and one may lie deeper")
 
 
 def rank_label(rank: object, beyond: object) -> str:
@@ -116,7 +116,7 @@ def first_rank_table(summary: SweepSummary) -> str:
     rows = [("question", *(summary.label(c) for c in columns))]
     for qid, row in ranks.iterrows():
         rows.append((str(qid), *(rank_label(v, beyond.at[qid, c]) for c, v in row.items())))
-    return (f"Rank of the first relevant document ({RANK_LEGEND})\n"
+    return (f"Rank of the first relevant document\n({RANK_LEGEND})\n"
             + format_table(rows, align="l" + "r" * len(columns)) + note)
 
 
