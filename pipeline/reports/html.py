@@ -82,17 +82,19 @@ def save_figures(figures: Mapping[str, Figure], directory: str | Path, dpi: int 
 
 
 def render_html(title: str, sections: Sequence[Section], meta: Mapping[str, str] | None = None,
-                toc: bool = False, intro: str = "") -> str:
-    """The whole page as one string. ``meta`` (what was measured: corpus, settings, versions ...) is a table under
-    the title; ``intro`` is markup after it (data notes); ``toc`` adds a table of contents linking every section."""
+                toc: bool = False, intro: str = "", lead: str = "") -> str:
+    """The whole page as one string. ``lead`` is markup right under the title (the verdict); ``meta`` (what was
+    measured: corpus, settings, versions ...) a table after it; ``intro`` markup after that (provenance, data
+    notes); ``toc`` adds a table of contents linking every section."""
     anchors = section_anchors(sections)
     parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>{escape(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
              f"<h1>{escape(title)}</h1>"]
+    if lead:
+        parts.append(lead)
     if meta:
-        rows = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>" for k, v in meta.items())
-        parts.append(f'<table class="meta"><tbody>{rows}</tbody></table>')
+        parts.append(facts_table(meta))
     if intro:
         parts.append(intro)
     if toc and sections:
@@ -156,6 +158,12 @@ def write_report(html: str, path: str | Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(html, encoding="utf-8")
     return target
+
+
+def facts_table(facts: Mapping[str, str]) -> str:
+    """A two-column table of named facts (the header's kind), escaped."""
+    rows = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>" for k, v in facts.items())
+    return f'<table class="meta"><tbody>{rows}</tbody></table>'
 
 
 def table_html(frame: pd.DataFrame, index: bool = True) -> str:

@@ -18,7 +18,16 @@ from matplotlib.figure import Figure
 
 from pipeline.analysis.diagnosis import CLASSES, LABELS
 from pipeline.analysis.summary import MAX_PAIRED, SweepSummary, group_label
-from pipeline.reports.html import Section, details, figure_html, link, paragraph, render_html, table_html
+from pipeline.reports.html import (
+    Section,
+    details,
+    facts_table,
+    figure_html,
+    link,
+    paragraph,
+    render_html,
+    table_html,
+)
 from pipeline.reports.plots import rank_buckets
 from pipeline.reports.tables import grid_table, letters, means_table, pairs_table, to_html
 from pipeline.reports.text import NEEDED_FOR, RANK_LEGEND, power_text, rank_label, verdict_text
@@ -27,6 +36,8 @@ INLINE_FAILURES = 10  # failing questions shown per system; the CSV beside the r
 RANK_TABLE_MAX = 200  # up to this many questions, the per-question rank table is in the page (folded)
 PERMUTATIONS = 10000  # the randomisation test's sign flips (metrics.comparison's default)
 DIAGNOSIS_COLUMNS = ["question", "rank", "first_result", "diagnosis", "evidence"]
+# header facts that say where the results are rather than what they are: folded under the header
+PROVENANCE = ("judgments", "corpus digest", "sweep folder", "MLflow", "overrides")
 
 
 @dataclass
@@ -42,7 +53,7 @@ def sweep_page(summary: SweepSummary, title: str, meta: Mapping[str, str], figur
                cutoff: int = 3, late_limit: int = 10) -> str:
     """The whole page. ``meta`` adds rows to the header (sweep folder, MLflow location, overrides, failed jobs);
     ``figures`` are (caption heading, figure) for the plots section; ``grid_figure`` the grid's response plot."""
-    sections = [Section("Verdict", html=verdict_html(summary), anchor="verdict")]
+    sections = []
     if not summary.means.empty:
         sections.append(Section("Systems and their means", html=means_html(summary), anchor="means"))
         sections.append(Section("Settings of each system", html=settings_html(summary), anchor="settings"))
@@ -75,7 +86,11 @@ def sweep_page(summary: SweepSummary, title: str, meta: Mapping[str, str], figur
         items = "".join(f"<li>{link(path, path)}: {escape(what)}</li>" for what, path in files.others.items())
         sections.append(Section("Files beside this report", html=f"<ul>{items}</ul>", anchor="files"))
     facts = {**measured_facts(summary), **meta}
-    return render_html(title, sections, facts, toc=True, intro=notes_html(summary))
+    shown = {k: v for k, v in facts.items() if k not in PROVENANCE}
+    where = {k: v for k, v in facts.items() if k in PROVENANCE}
+    intro = (details("Where these results are: " + ", ".join(where), facts_table(where)) if where else "")
+    lead = f'<div id="verdict">{verdict_html(summary)}</div>'
+    return render_html(title, sections, shown, toc=True, intro=intro + notes_html(summary), lead=lead)
 
 
 # -- the header ---------------------------------------------------------------------------------------------------
@@ -187,9 +202,9 @@ def verdict_html(summary: SweepSummary) -> str:
     parts = [paragraph(verdict_text(summary), "verdict")] if not summary.means.empty else []
     found = summary.detectable()
     if found is not None:
-        parts.append(paragraph(f"With these {found.n:,} questions, a difference in {summary.primary.name} smaller than "
-                               f"about {found.mde:.3f} is likely to go undetected (see What these questions can "
-                               f"detect)."))
+        text = (f"With these {found.n:,} questions, a difference in {summary.primary.name} smaller than about "
+                f"{found.mde:.3f} is likely to go undetected: ")
+        parts.append(f"<p>{escape(text)}{link('#power', 'what these questions can detect')}.</p>")
     for system in summary.failed:
         parts.append(paragraph(f"FAILED job {system.job} ({system.name}): {system.error or system.status}"))
     return "".join(parts) or paragraph("No job finished.")

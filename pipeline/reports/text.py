@@ -74,7 +74,9 @@ def verdict_text(summary: SweepSummary) -> str:
     head = f"No single best system by {primary}: the top one, {summary.label(best)} ({number(mean)})"
     if tied_groups:
         names = "; ".join(group_label(g) for g in tied_groups)
-        return (f"{head}, is tied with {names} (paired {level} interval of the difference contains zero).")
+        others = len(summary.groups) - 1
+        count = "" if len(tied_groups) == 1 else f"{len(tied_groups)} of the {others} others: "
+        return (f"{head}, is tied with {count}{names} (paired {level} interval of the difference contains zero).")
     return f"{head}; every other system's paired {level} interval against it excludes zero."
 
 

@@ -44,5 +44,6 @@ def measured(name: str, job: int, run: Run, collection: Collection, specs: list[
                         f"{spec.mlflow_key}/ci_high": iv.high})
     return SystemRun(f"run{job}", name, "FINISHED", job, metrics, corpus_digest=digest, per_question=read,
                      params={**HELPDESK_PARAMS, **(params or {})},
-                     tags={"rankscope.code_version": "0.1.0+test", "rankscope.corpus": collection.name},
+                     tags={"rankscope.code_version": "0.1.0+test", "rankscope.corpus": collection.name,
+                           "rankscope.judgments": str(collection.judgments)},
                      started_ms=1_767_225_600_000 + 60_000 * job)

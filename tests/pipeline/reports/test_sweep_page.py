@@ -58,9 +58,10 @@ def page(study):
     return html, parse(html)
 
 
-def header(html: str) -> dict[str, str]:
-    table = html.split('<table class="meta">', 1)[1].split("</table>", 1)[0]
-    return dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", table))
+def header(html: str, table: int = 1) -> dict[str, str]:
+    """The facts of the page's ``table``-th header table (1: what was measured; 2: where the results are)."""
+    found = html.split('<table class="meta">')[table].split("</table>", 1)[0]
+    return dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", found))
 
 
 def test_the_header_says_what_was_measured_from_the_runs(page):
@@ -71,8 +72,10 @@ def test_the_header_says_what_was_measured_from_the_runs(page):
     assert "relevant from grade 1; nDCG gain linear" in facts["metrics"]
     assert facts["bootstrap"] == "percentile intervals, 1000 resamples, seed 0, 95% confidence"
     assert facts["date"] == "2026-01-01 00:00–00:03 UTC (runs started)"
-    assert facts["code version"] == "0.1.0+test" and facts["sweep folder"] == "/tmp/x"
-    assert "Holm-adjusted" in facts["comparisons"] and facts["corpus digest"] == "d1"
+    assert facts["code version"] == "0.1.0+test" and "Holm-adjusted" in facts["comparisons"]
+    where = header(page[0], 2)  # folded under the header: where the results are
+    assert where["sweep folder"] == "/tmp/x" and where["corpus digest"] == "d1"
+    assert where["judgments"].endswith("qrels/test.tsv") and "<summary>Where these results are: " in page[0]
 
 
 def test_a_setting_that_differs_between_runs_is_said_to_vary(study):
@@ -95,14 +98,16 @@ def test_every_contents_link_resolves_and_no_heading_repeats(page):
     assert targets and set(targets) <= set(parsed.ids)
     h2 = re.findall(r"<h2>(.*?)</h2>", html)
     assert len(h2) == len(set(h2))
-    assert [t for t in ("verdict", "means", "settings", "pairs", "power", "plots", "ranks", "diagnosis")
+    assert [t for t in ("means", "settings", "pairs", "power", "plots", "ranks", "diagnosis")
             if t not in targets] == []
 
 
 def test_the_verdict_names_no_single_best_among_tied_systems(page, study):
     html = page[0]
     tied = "; ".join(study.tied)
-    assert f"No single best system by ndcg@5: the top one, RRF (0.737), is tied with {tied}" in html
+    count = f"{len(study.tied)} of the 3 others: " if len(study.tied) > 1 else ""
+    assert f"No single best system by ndcg@5: the top one, RRF (0.737), is tied with {count}{tied}" in html
+    assert html.index('id="verdict"') < html.index('<table class="meta">')  # first thing under the title
     assert "With these 14 questions, a difference in ndcg@5 smaller than about" in html
 
 
