@@ -59,7 +59,8 @@ def sweep_page(summary: SweepSummary, title: str, meta: Mapping[str, str], figur
         sections.append(Section("Settings of each system", html=settings_html(summary), anchor="settings"))
         pairs = pairs_table(summary)
         if pairs is not None:
-            sections.append(Section(pairs.title, pairs.caption, html=to_html(pairs), anchor="pairs"))
+            hover = "Hover a cell for its interval, Holm-adjusted p and the pair's detectable difference."
+            sections.append(Section(pairs.title, f"{pairs.caption} {hover}", html=to_html(pairs), anchor="pairs"))
         if not summary.differences.empty:
             sections.append(Section("Differences against the top system, every shown metric",
                                     html=against_top_html(summary), anchor="against-top"))

@@ -111,7 +111,7 @@ def pairs_table(summary: SweepSummary) -> Table | None:
         cells = [Cell(tags[a]), Cell(summary.label(a))]
         for b in reps:
             if a == b:
-                cells.append(Cell("·"))
+                cells.append(Cell(""))
                 continue
             key, sign = ((a, b), 1.0) if (a, b) in table.index else ((b, a), -1.0)
             row = table.loc[key]
@@ -125,8 +125,7 @@ def pairs_table(summary: SweepSummary) -> Table | None:
         rows.append(cells)
     caption = (f"{metric}: the row's system minus the column's, mean over the questions. * and bold: significant "
                f"(paired {summary.confidence:.0%} interval excludes zero and Holm-adjusted p below "
-               f"{summary.alpha:.2g}); hover a cell for its interval, p and detectable difference. Every figure is in "
-               f"pairs.csv.")
+               f"{summary.alpha:.2g}). Every pair's interval and p on every shown metric: pairs.csv.")
     return Table("pairs", f"Paired differences on {metric}, every pair", ["#", "system", *(tags[r] for r in reps)],
                  rows, caption)
 
@@ -254,7 +253,8 @@ def to_latex(table: Table, label: str | None = None) -> str:
         if c.bold:
             text = f"\\textbf{{{text}}}"
         if c.marks:
-            text += f"$^{{{_tex_escape(c.marks)}}}$"
+            marks = "".join(_TEX_MARKS.get(ch, _tex_escape(ch)) for ch in c.marks)
+            text += f"$^{{{marks}}}$"
         return text
 
     align = "l" * table.header_columns + "r" * (len(table.columns) - table.header_columns)
@@ -283,6 +283,9 @@ def _shade(intensity: float) -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
         "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}"}
+
+
+_TEX_MARKS = {TIED: r"\dagger"}  # superscripts LaTeX's math mode spells otherwise
 
 
 def _tex_escape(text: str) -> str:

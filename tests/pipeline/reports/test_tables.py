@@ -74,7 +74,7 @@ def test_the_pairs_table_is_antisymmetric_and_marks_what_is_significant(study):
     n = len(study.representatives)
     assert len(table.rows) == n and all(len(row) == 2 + n for row in table.rows)
     for i in range(n):
-        assert table.rows[i][2 + i].text == "·"
+        assert table.rows[i][2 + i].text == ""
         for j in range(n):
             if i != j:
                 a, b = table.rows[i][2 + j], table.rows[j][2 + i]
@@ -108,6 +108,8 @@ def test_markdown_and_latex_keep_the_marks_and_escape_names():
     tex = to_latex(table)
     assert r"BM25\_k1 50\% \{x\} | y & \textbf{0.737}$^{bc}$ \\" in tex
     assert r"\caption{Caption: \$ and \#}" in tex and tex.count(r"\toprule") == 1 and "[0.5, 0.9]" not in tex
+    tied = to_latex(Table("grid", "g", ["x", "y"], [[Cell("0.4"), Cell("0.6", marks=TIED)]], header_columns=1))
+    assert r"0.6$^{\dagger}$" in tied
     html = to_html(table)
     assert "<strong>0.737<sup>bc</sup></strong>" in html and "BM25_k1 50% {x} | y" in html
 
