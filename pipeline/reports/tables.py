@@ -233,7 +233,7 @@ def to_html(table: Table) -> str:
 def to_markdown(table: Table) -> str:
     """A GitHub-flavoured Markdown table under its title; superscripts as ``^abc``, the best in ``**bold**``."""
     def cell(c: Cell) -> str:
-        text = c.text + (f"^{c.marks}" if c.marks else "")
+        text = c.text + ("^" + c.marks.replace("*", "\\*") if c.marks else "")
         text = f"**{text}**" if c.bold else text
         return _md_escape(f"{text} {c.interval}".strip())
 

@@ -104,6 +104,8 @@ def test_markdown_and_latex_keep_the_marks_and_escape_names():
                   [[Cell("a"), Cell("BM25_k1 50% {x} | y"), Cell("0.737", "[0.5, 0.9]", "bc", bold=True)],
                    [Cell("b"), Cell("LSA"), Cell("0.400")]], caption="Caption: $ and #")
     md = to_markdown(table)
+    starred = Table("pairs", "p", ["x"], [[Cell("+0.010", marks="*", bold=True)]], header_columns=0)
+    assert "**+0.010^\\***" in to_markdown(starred)  # the mark escaped: not read as emphasis
     assert "| a | BM25_k1 50% {x} \\| y | **0.737^bc** [0.5, 0.9] |" in md and "|:--|:--|--:|" in md
     tex = to_latex(table)
     assert r"BM25\_k1 50\% \{x\} | y & \textbf{0.737}$^{bc}$ \\" in tex
