@@ -58,6 +58,32 @@ def resample_means(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed:
     return out
 
 
+def resample_means_by_counts(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,
+                             seed: int = DEFAULT_SEED) -> np.ndarray:
+    """:func:`resample_means` for many columns (every pair of a sweep's systems): the same resamples, each turned
+    into how often it drew every question, and all column means as one matrix product (counts x values).
+
+    Equal to :func:`resample_means` up to float rounding (the sums run in another order), and an order of magnitude
+    faster for hundreds of columns; :func:`resample_means` stays the SPEC-exact one.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    n = values.shape[0]
+    if n == 0:
+        raise ValueError("cannot bootstrap an empty set of questions")
+    rng = np.random.default_rng(seed)
+    out = np.empty((resamples, values.shape[1]))
+    step = max(1, _CHUNK_CELLS // n)
+    for start in range(0, resamples, step):
+        stop = min(start + step, resamples)
+        block = rng.integers(0, n, size=(stop - start, n))  # the stream resample_means draws
+        rows = np.arange(stop - start)[:, None] * n
+        counts = np.bincount((block + rows).ravel(), minlength=(stop - start) * n).reshape(stop - start, n)
+        out[start:stop] = counts @ values / n
+    return out
+
+
 def percentile_bounds(means: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """The sorted resample means at ranks B*a/2 and B*(1-a/2) (SPEC.md: indices 125 and 4874 of 5,000)."""
     b = means.shape[0]

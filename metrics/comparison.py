@@ -6,16 +6,25 @@ the tables live in ``pipeline.compare``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 
 import numpy as np
 import pandas as pd
 
-from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_bounds, resample_means
-from metrics.significance import holm, randomisation_test
+from metrics.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    percentile_bounds,
+    resample_means,
+    resample_means_by_counts,
+)
+from metrics.significance import holm, randomisation_p_values
 
 BETTER, WORSE, SAME = "better", "worse", "indistinguishable"
+PAIR_COLUMNS = 256  # all_pairs works on this many (pair, metric) columns at a time
 
 
 @dataclass(frozen=True)
@@ -57,7 +66,7 @@ def compare(
     b = candidate.loc[shared, metrics].to_numpy(dtype=np.float64)
     diff = b - a
     low, high = percentile_bounds(resample_means(diff, resamples, seed), confidence)
-    p = np.array([randomisation_test(b[:, j], a[:, j], permutations, seed) for j in range(len(metrics))])
+    p = randomisation_p_values(diff, permutations, seed)  # one randomisation_test per metric, the flips shared
     p_holm = holm(p)
     alpha = 1.0 - confidence
     verdicts = np.where((low > 0) & (p_holm < alpha), BETTER, np.where((high < 0) & (p_holm < alpha), WORSE, SAME))
@@ -81,6 +90,51 @@ def compare(
         [q for q in candidate.index if q not in common],
         confidence,
     )
+
+
+def all_pairs(
+    tables: Mapping[str, pd.DataFrame],
+    metrics: Sequence[str],
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    permutations: int = 10000,
+    seed: int = DEFAULT_SEED,
+) -> pd.DataFrame:
+    """Every pair of systems compared on every metric, as a ranx-style report needs it.
+
+    ``tables`` maps a system to its per-question table (index = question id), in the order the report lists them;
+    only the questions every table holds are compared. One row per pair ``(a, b)`` (a listed before b) and metric:
+    ``difference`` (mean of a - b) with its paired bootstrap interval, the randomisation-test ``p_value``, ``p_holm``
+    (Holm-adjusted over all the pairs, metric by metric: the family is "every pair on this metric") and
+    ``significant``: the interval excludes zero *and* ``p_holm`` is below ``1 - confidence`` (:func:`compare`'s rule).
+    Each pair's interval and p-value are the ones :func:`compare` gives that pair alone (same resamples, same flips;
+    the resample means summed by one matrix product, equal up to float rounding).
+    """
+    names = list(tables)
+    columns = ["difference", "ci_low", "ci_high", "p_value", "p_holm", "significant"]
+    pairs = list(combinations(range(len(names)), 2))
+    index = pd.MultiIndex.from_tuples([(names[i], names[j], m) for i, j in pairs for m in metrics],
+                                      names=["a", "b", "metric"])
+    if not pairs or not metrics:
+        return pd.DataFrame(columns=columns, index=index)
+    shared = tables[names[0]].index
+    for name in names[1:]:
+        shared = shared.intersection(tables[name].index, sort=False)
+    if len(shared) == 0:
+        raise ValueError("the systems have no question in common")
+    values = [tables[name].loc[shared, list(metrics)].to_numpy(dtype=np.float64) for name in names]
+    diff = np.concatenate([values[i] - values[j] for i, j in pairs], axis=1)  # questions x (pair, metric)
+    low, high, p = (np.empty(diff.shape[1]) for _ in range(3))
+    for start in range(0, diff.shape[1], PAIR_COLUMNS):  # a block at a time: memory stays flat with many systems
+        block = slice(start, start + PAIR_COLUMNS)  # (each block draws the same resamples and flips: same seed)
+        low[block], high[block] = percentile_bounds(resample_means_by_counts(diff[:, block], resamples, seed),
+                                                    confidence)
+        p[block] = randomisation_p_values(diff[:, block], permutations, seed)
+    by_metric = p.reshape(len(pairs), len(metrics))
+    p_holm = np.column_stack([holm(by_metric[:, j]) for j in range(len(metrics))]).ravel()
+    excludes = (low > 0) | (high < 0)
+    return pd.DataFrame({"difference": diff.mean(axis=0), "ci_low": low, "ci_high": high, "p_value": p,
+                         "p_holm": p_holm, "significant": excludes & (p_holm < 1.0 - confidence)}, index=index)
 
 
 @dataclass(frozen=True)

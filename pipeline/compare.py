@@ -4,7 +4,8 @@ Each side is a run selector (run id, run name, ``tag:baseline=true``, ``best:ndc
 per-question tables are read back from MLflow and aligned by question id; the runs must have been measured on the
 same corpus and judgments with the same evaluation settings, unless ``--allow-different-corpus``. For every
 metric: both means, the paired difference with its bootstrap interval, the randomisation-test p-value
-Holm-adjusted across the metrics, and the verdict.
+Holm-adjusted across the metrics, and the verdict; then what difference these questions can detect on the primary
+metric (80% power) and how many questions the observed difference (or each ``--detect`` one) would need.
 
 The comparison is recorded as an MLflow run of its own. ``--promote`` then makes the candidate the baseline: it
 moves the ``baseline=true`` tag (or the tag the BASELINE selector named); the previous baseline keeps
@@ -45,6 +46,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--resamples", type=int, default=RESAMPLES)
     p.add_argument("--permutations", type=int, default=PERMUTATIONS)
     p.add_argument("--seed", type=int, default=SEED)
+    p.add_argument("--detect", type=float, action="append", default=[], metavar="DIFFERENCE",
+                   help="also say how many questions this difference on the primary metric would need (repeatable)")
     p.add_argument("--allow-different-corpus", action="store_true",
                    help="compare runs on different corpora/judgments (on the questions they share)")
     p.add_argument("--promote", action="store_true", help="make the candidate the new baseline (moves the tag)")
@@ -88,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics = shared_metrics(baseline, candidate, parse_list(args.metrics))
         comparison = compare_sides(baseline, candidate, metrics, args.confidence, args.resamples, args.permutations,
                                    args.seed)
-        print(report(baseline, candidate, comparison, args.resamples, args.permutations, warnings), flush=True)
+        print(report(baseline, candidate, comparison, args.resamples, args.permutations, warnings, args.detect),
+              flush=True)
         status = EXIT_OK
         promote_now = args.promote
         if args.promote and (comparison.table["verdict"] == WORSE).any() and not args.force:

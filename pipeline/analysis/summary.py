@@ -1,15 +1,32 @@
 """The end-of-sweep summary: every system side by side, from plain data (``pipeline.tracking.readback`` reads
-the child runs back from MLflow into :class:`SystemRun` s)."""
+the child runs back from MLflow into :class:`SystemRun` s).
+
+It says only what the questions support. Systems with identical per-question results are one *group* (listed
+once, "A = B (identical per question)"); systems whose paired interval against the top one contains zero are
+*tied* with it, so no single best system is named among equals; every pair of groups is compared (ranx-style
+letters, Holm-adjusted); and the spread of the per-question differences says how small a difference these
+questions can detect at all (:mod:`metrics.power`).
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
+from itertools import combinations
 
+import numpy as np
 import pandas as pd
 
-from metrics.comparison import compare
+from metrics.comparison import all_pairs, compare
+from metrics.power import DEFAULT_POWER, Sensitivity, minimum_detectable_effect
 from metrics.spec import MetricSpec
 from pipeline.common.names import LOWER, UPPER
+
+IDENTICAL = "identical per question"
+LISTED_IN_LABEL = 3  # a group of more systems is labelled "A and N others (identical per question)"
+BEYOND = re.compile(r"beyond depth (\d+)")
+MAX_PAIRED = 40  # above this many distinct systems (780 pairs), only the comparisons against the top one are made
 
 
 @dataclass
@@ -24,6 +41,10 @@ class SystemRun:
     error: str | None = None
     corpus_digest: str | None = None
     per_question: pd.DataFrame | None = None  # index: question id
+    params: dict[str, str] = field(default_factory=dict)  # the run's config, flattened ('retriever.k1': '0.9')
+    tags: dict[str, str] = field(default_factory=dict)
+    started_ms: int | None = None  # when the run started (ms since the epoch)
+    notes: list[str] = field(default_factory=list)  # what validating its data found, one line each
 
     @property
     def finished(self) -> bool:
@@ -32,18 +53,28 @@ class SystemRun:
 
 @dataclass
 class SweepSummary:
-    """All systems of a sweep side by side: means, first-relevant ranks, paired differences against the best."""
+    """All systems of a sweep side by side: means, first-relevant ranks, groups of identical results, ties with the
+    top system, paired differences against it and between every pair, and what the questions can detect."""
 
     parent_run_id: str
     systems: list[SystemRun]
     show: list[MetricSpec]
     primary: MetricSpec
     confidence: float = 0.95
-    best: str | None = None
+    best: str | None = None  # the top system by the primary metric (the reference of `differences`)
     means: pd.DataFrame = field(default_factory=pd.DataFrame)  # system x (metric, metric/ci_low, metric/ci_high)
-    first_rank: pd.DataFrame = field(default_factory=pd.DataFrame)  # question x system, <NA> = not retrieved
+    first_rank: pd.DataFrame = field(default_factory=pd.DataFrame)  # question x system, <NA> = not in the ranking
+    beyond: pd.DataFrame = field(default_factory=pd.DataFrame)  # question x system: N when the ranking was full to
+    # depth N without a relevant document (so one may lie deeper), <NA> otherwise
     differences: pd.DataFrame = field(default_factory=pd.DataFrame)  # (system, metric) x difference, bounds, p
     same_data: bool = True  # False: systems were measured on different collections, so not compared per question
+    groups: list[list[str]] = field(default_factory=list)  # systems with identical results, in job order
+    tied: list[str] = field(default_factory=list)  # systems whose primary-metric interval vs `best` contains zero
+    pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # (a, b, metric): every pair of groups (up to
+    # MAX_PAIRED groups)
+    sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)  # (a, b): n, sd, mde on the primary metric
+    swept: dict[str, list[str]] = field(default_factory=dict)  # params that differ between the systems
+    power: float = DEFAULT_POWER
 
     @property
     def finished(self) -> list[SystemRun]:
@@ -52,6 +83,51 @@ class SweepSummary:
     @property
     def failed(self) -> list[SystemRun]:
         return [s for s in self.systems if not s.finished]
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.confidence
+
+    def group_of(self, system: str) -> list[str]:
+        """The system's group (itself alone when no other system has its results)."""
+        return next((g for g in self.groups if system in g), [system])
+
+    def label(self, system: str) -> str:
+        """The system's name, or its group's: ``A = B (identical per question)``."""
+        return group_label(self.group_of(system))
+
+    @property
+    def representatives(self) -> list[str]:
+        """The first system of each group, in job order: the rows of the collapsed tables."""
+        return [g[0] for g in self.groups]
+
+    @property
+    def top_group(self) -> list[str]:
+        return self.group_of(self.best) if self.best else []
+
+    @property
+    def single_best(self) -> bool:
+        """True when one system alone is ahead of every other one (no identical twin, no tie)."""
+        return self.best is not None and len(self.top_group) == 1 and not self.tied and self.same_data
+
+    def detectable(self) -> Sensitivity | None:
+        """The question set's sensitivity on the primary metric: the median spread of differences over the pairs of
+        distinct groups (and its MDE); None without two distinct groups."""
+        varying = self.sensitivity[self.sensitivity["sd"] > 0] if not self.sensitivity.empty else self.sensitivity
+        if varying.empty:
+            return None
+        n = int(varying["n"].iloc[0])
+        sd = float(varying["sd"].median())
+        return Sensitivity(n, sd, minimum_detectable_effect(sd, n, self.alpha, self.power), self.alpha, self.power)
+
+
+def group_label(members: list[str]) -> str:
+    """``A``; ``A = B (identical per question)``; ``A and 7 others (identical per question)``."""
+    if len(members) == 1:
+        return members[0]
+    if len(members) <= LISTED_IN_LABEL:
+        return " = ".join(members) + f" ({IDENTICAL})"
+    return f"{members[0]} and {len(members) - 1} others ({IDENTICAL})"
 
 
 def unique_names(systems: list[SystemRun]) -> None:
@@ -64,8 +140,9 @@ def unique_names(systems: list[SystemRun]) -> None:
 
 
 def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpec], primary: MetricSpec,
-              confidence: float = 0.95, resamples: int = 5000, seed: int = 0) -> SweepSummary:
-    """Means from the runs' metrics; ranks and paired differences from their per-question tables."""
+              confidence: float = 0.95, resamples: int = 5000, seed: int = 0,
+              permutations: int = 10000) -> SweepSummary:
+    """Means from the runs' metrics; groups, ties, ranks and paired differences from their per-question tables."""
     summary = SweepSummary(parent_run_id, systems, show, primary, confidence)
     done = summary.finished
     if not done:
@@ -75,23 +152,112 @@ def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpe
         for suffix, logged in (("", ""), ("/ci_low", LOWER), ("/ci_high", UPPER)):
             columns[spec.name + suffix] = [s.metrics.get(spec.mlflow_key + logged, float("nan")) for s in done]
     summary.means = pd.DataFrame(columns, index=pd.Index([s.name for s in done], name="system"))
+    summary.swept = swept_params(done)
     key = primary.mlflow_key
     best = max(done, key=lambda s: (s.metrics.get(key, float("-inf")), -s.job))
     summary.best = best.name
     summary.same_data = len({s.corpus_digest for s in done}) == 1
+    summary.groups = [[s.name] for s in done]
     if not summary.same_data:
         return summary
     summary.first_rank = pd.DataFrame(
         {s.name: s.per_question["first_relevant_rank"].astype("Int64") for s in done}
     ).rename_axis("query_id")
+    summary.beyond = pd.DataFrame({s.name: beyond_depth(s.per_question) for s in done}).rename_axis("query_id")
     names = [spec.name for spec in show if all(spec.name in s.per_question.columns for s in done)]
+    summary.groups = identical_groups(done, names)
+    by_name = {s.name: s for s in done}
+    top = by_name[summary.group_of(best.name)[0]]
+    summary.best = top.name
     frames = []
-    for system in done:
-        if system is best or not names:
+    for group in summary.groups:
+        if group[0] == top.name or not names:
             continue
-        table = compare(best.per_question[names], system.per_question[names], names, confidence, resamples,
-                        seed=seed).table
-        frames.append(table.assign(system=system.name).reset_index().set_index(["system", "metric"]))
+        system = by_name[group[0]]
+        table = compare(top.per_question[names], system.per_question[names], names, confidence, resamples,
+                        permutations, seed).table
+        frames.append(table.assign(system=system.name, same_as="; ".join(group[1:]))
+                      .reset_index().set_index(["system", "metric"]))
     if frames:
         summary.differences = pd.concat(frames)
+        if primary.name in names:
+            primary_rows = summary.differences.xs(primary.name, level="metric")
+            contains_zero = primary_rows[(primary_rows.ci_low <= 0) & (primary_rows.ci_high >= 0)]
+            summary.tied = [s for rep in contains_zero.index for s in summary.group_of(rep)]
+    if 1 < len(summary.groups) <= MAX_PAIRED and names:
+        tables = {rep: by_name[rep].per_question for rep in summary.representatives}
+        summary.pairs = all_pairs(tables, names, confidence, resamples, permutations, seed)
+    if primary.name in names:
+        summary.sensitivity = pair_sensitivity({rep: by_name[rep].per_question[primary.name]
+                                                for rep in summary.representatives}, summary.alpha, summary.power)
     return summary
+
+
+def identical_groups(systems: list[SystemRun], metrics: list[str]) -> list[list[str]]:
+    """Systems whose per-question values agree exactly on every metric, the first relevant rank and whether the
+    ranking was full to its depth, grouped in job order (a system alone is a group of one)."""
+    groups: dict[bytes, list[str]] = {}
+    for system in systems:
+        table = system.per_question.sort_index()
+        values = table[metrics].to_numpy(dtype=np.float64) if metrics else np.zeros((len(table), 0))
+        ranks = table["first_relevant_rank"].astype("Float64").fillna(-1.0).to_numpy(dtype=np.float64)
+        beyond = beyond_depth(table).astype("Float64").fillna(-1.0).to_numpy(dtype=np.float64)
+        key = b"\0".join([("\n".join(map(str, table.index))).encode(), np.nan_to_num(values, nan=-2.0).tobytes(),
+                          ranks.tobytes(), beyond.tobytes()])
+        groups.setdefault(key, []).append(system.name)
+    return list(groups.values())
+
+
+def beyond_depth(per_question: pd.DataFrame) -> pd.Series:
+    """Per question, the depth N when no relevant document is in a ranking full to depth N (the diagnosis's
+    "beyond depth N"), <NA> when one was found or the ranking ended early (not retrieved)."""
+    index = per_question.index
+    if "first_relevant" in per_question.columns:
+        found = per_question["first_relevant"].astype(str).str.extract(BEYOND, expand=False)
+        return pd.to_numeric(found, errors="coerce").astype("Int64").rename(None)
+    if "retrieved" not in per_question.columns:
+        return pd.Series(pd.NA, index=index, dtype="Int64")
+    retrieved = pd.to_numeric(per_question["retrieved"], errors="coerce")
+    width = retrieved.max()
+    if not width or math.isnan(width):
+        return pd.Series(pd.NA, index=index, dtype="Int64")
+    full = per_question["first_relevant_rank"].isna() & (retrieved >= width)
+    return pd.Series(np.where(full, int(width), 0), index=index).astype("Int64").where(full)
+
+
+def swept_params(systems: list[SystemRun]) -> dict[str, list[str]]:
+    """The params every system has and whose value differs between them, with their values in order of first
+    appearance (a key only some retrievers have, a fusion's ``alpha``, is a setting of those, not a swept one)."""
+    keys = [k for k in dict.fromkeys(k for s in systems for k in s.params) if all(k in s.params for s in systems)]
+    swept = {}
+    for key in keys:
+        values = [s.params[key] for s in systems]
+        if len(set(values)) > 1:
+            swept[key] = list(dict.fromkeys(str(v) for v in values))
+    return swept
+
+
+def numeric_keys(swept: dict[str, list[str]]) -> list[str]:
+    """The swept keys whose every value is a number (the axes of a grid)."""
+    return [key for key, values in swept.items() if all(_is_number(v) for v in values)]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except (TypeError, ValueError):
+        return False
+
+
+def pair_sensitivity(scores: dict[str, pd.Series], alpha: float, power: float) -> pd.DataFrame:
+    """Each pair's spread of per-question differences on one metric and the difference it can detect."""
+    rows = []
+    shared = None
+    for series in scores.values():
+        shared = series.index if shared is None else shared.intersection(series.index, sort=False)
+    for a, b in combinations(scores, 2):
+        d = (scores[a].loc[shared] - scores[b].loc[shared]).to_numpy(dtype=np.float64)
+        sd = float(d.std(ddof=1)) if len(d) > 1 else 0.0
+        mde = minimum_detectable_effect(sd, len(d), alpha, power) if len(d) > 1 else math.nan
+        rows.append({"a": a, "b": b, "n": len(d), "difference": float(d.mean()), "sd": sd, "mde": mde})
+    return pd.DataFrame(rows, columns=["a", "b", "n", "difference", "sd", "mde"]).set_index(["a", "b"])

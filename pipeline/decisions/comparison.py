@@ -15,6 +15,7 @@ import pandas as pd
 from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from metrics.comparison import BETTER, SAME, WORSE, Comparison, GateResult, compare
 from metrics.errors import InputError
+from metrics.power import sensitivity
 from metrics.spec import parse_metric, parse_metrics
 from pipeline.common.names import PER_QUESTION_TABLE, TAG_CORPUS, TAG_CORPUS_DIGEST, TAG_OVERRIDES, TAG_SYSTEM
 from pipeline.reports.text import format_table
@@ -140,9 +141,50 @@ def verdict_summary(comparison: Comparison) -> str:
     return ", ".join(f"{word} on {int(counts.get(word, 0))}" for word in (WORSE, BETTER, SAME))
 
 
+def primary_metric(baseline: Side, candidate: Side, metrics: Sequence[str]) -> str:
+    """The metric the question set's sensitivity is told for: the runs' ``metrics.primary`` when it was compared,
+    else the first compared metric."""
+    for side in (candidate, baseline):
+        primary = side.run.data.params.get("metrics.primary")
+        if primary in metrics:
+            return str(primary)
+    return metrics[0]
+
+
+def sensitivity_text(baseline: Side, candidate: Side, comparison: Comparison, detect: Sequence[float] = ()) -> str:
+    """What these questions can detect on the primary metric: the minimum detectable effect at 80% power (paired
+    t approximation, two-sided, alpha = 1 - confidence) from the spread of the per-question differences, and how
+    many questions the observed difference (and each ``detect`` difference) would need."""
+    metrics = list(comparison.table.index)
+    metric = primary_metric(baseline, candidate, metrics)
+    shared = baseline.table.index.intersection(candidate.table.index, sort=False)
+    d = (candidate.table.loc[shared, metric].astype(float) - baseline.table.loc[shared, metric].astype(float))
+    if len(d) < 2:
+        return ""
+    found = sensitivity(d.to_numpy(), 1.0 - comparison.confidence)
+    if found.sd == 0:
+        return (f"Detectable difference on {metric}: the two runs agree on every question (no spread of differences "
+                f"to size one from).")
+    lines = [f"What these {found.n} questions can tell on {metric} (paired t approximation, two-sided alpha "
+             f"{found.alpha:.2g}, {found.power:.0%} power): a difference of {found.mde:.4f} (standard deviation of "
+             f"the per-question differences {found.sd:.4f})."]
+    wanted = [abs(float(d.mean())), *(abs(x) for x in detect)]
+    needs = []
+    for i, difference in enumerate(wanted):
+        if difference == 0:
+            continue
+        label = f"the observed {d.mean():+.4f}" if i == 0 else f"{difference:g}"
+        n = found.needed(difference)
+        needs.append(f"{label} would need {'more than 10,000,000' if n is None else f'{n:,}'} questions")
+    if needs:
+        lines.append("With the same spread: " + "; ".join(needs) + ".")
+    return "\n".join(lines)
+
+
 def report(baseline: Side, candidate: Side, comparison: Comparison, resamples: int, permutations: int,
-           warnings: Sequence[str] = ()) -> str:
-    """The terminal text: who is compared, on which questions, and one row per metric."""
+           warnings: Sequence[str] = (), detect: Sequence[float] = ()) -> str:
+    """The terminal text: who is compared, on which questions, one row per metric, and what the questions can
+    detect on the primary metric (and how many questions each ``detect`` difference would need)."""
     level = f"{comparison.confidence:.0%}"
     shared = len(baseline.table.index.intersection(candidate.table.index))
     lines = [f"{label:<10} {describe(side.run)} on {side.corpus}, corpus digest {side.corpus_digest}{side.overrides}"
@@ -158,6 +200,9 @@ def report(baseline: Side, candidate: Side, comparison: Comparison, resamples: i
     lines.append(f"Verdict: {verdict_summary(comparison)} of {len(comparison.table)} metrics (candidate minus "
                  f"baseline; paired bootstrap over questions, {resamples:,} resamples; randomisation test, "
                  f"{permutations:,} permutations, Holm-adjusted across the metrics)")
+    power = sensitivity_text(baseline, candidate, comparison, detect)
+    if power:
+        lines += ["", power]
     return "\n".join(lines)
 
 

@@ -1,7 +1,8 @@
-"""One self-contained HTML report per sweep: tables and plots (base64 PNG) in a single file.
+"""Self-contained HTML pages: sections with tables and plots (base64 PNG) in a single file.
 
-It needs no network, no script and no external stylesheet, so it opens offline and can be sent to a
-colleague as is. Every piece of text is HTML-escaped: system names and questions come from users' data.
+A page needs no network, no script and no external stylesheet, so it opens offline and can be sent to a colleague
+as is; folding is HTML's own ``<details>``. Every piece of text is HTML-escaped: system names and questions come
+from users' data. What a sweep's report holds is :mod:`pipeline.reports.sweep_page`'s business.
 """
 
 from __future__ import annotations
@@ -19,30 +20,40 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from pipeline.analysis.diagnosis import CLASSES, LABELS
-from pipeline.reports.plots import HEATMAP_MAX_ROWS, rank_buckets
-
 DPI = 110
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; line-height: 1.4; }
-h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #222;
+       line-height: 1.4; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
-th { background: #f2f2f2; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f2f2f2; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.ci { color: #555; font-size: 0.85em; } sup { color: #08519c; }
+table.meta th { width: 13em; }
+.verdict { font-size: 1.05em; padding: 0.6em 0.9em; background: #f4f8fb; border-left: 4px solid #6baed6; }
+nav.toc { background: #fafafa; border: 1px solid #e4e4e4; padding: 0.4em 1.2em; margin: 1em 0; }
+nav.toc ol { margin: 0.3em 0; padding-left: 1.4em; columns: 2; }
+details { border: 1px solid #ddd; margin: 0.4em 0; padding: 0.2em 0.7em; }
+details[open] { padding-bottom: 0.6em; } summary { cursor: pointer; padding: 0.2em 0; }
 img { max-width: 100%; height: auto; border: 1px solid #eee; } pre { background: #f7f7f7; padding: 0.8em; }
-figure { margin: 1em 0; } figcaption { font-size: 0.9em; color: #555; }
+figure { margin: 1em 0; } figcaption { font-size: 0.9em; color: #555; } .note { color: #555; font-size: 0.9em; }
 """
 
 
 @dataclass(frozen=True)
 class Section:
-    """One part of a report: a heading with optional text, table, figure and preformatted block."""
+    """One part of a page: a heading with optional text, table, markup, preformatted block and figure.
+
+    ``html`` is markup the caller built from escaped parts (:mod:`pipeline.reports.tables`, :func:`details`);
+    ``anchor`` is the section's id for the table of contents (a slug of the heading when empty)."""
 
     heading: str
     text: str = ""
     table: pd.DataFrame | None = None
     figure: Figure | None = None
     preformatted: str = ""
+    html: str = ""
+    anchor: str = ""
 
 
 def figure_png(fig: Figure, dpi: int = DPI) -> bytes:
@@ -70,82 +81,75 @@ def save_figures(figures: Mapping[str, Figure], directory: str | Path, dpi: int 
     return paths
 
 
-def render_html(title: str, sections: Sequence[Section], meta: Mapping[str, str] | None = None) -> str:
-    """The whole page as one string; ``meta`` (collection, digests, config ...) is shown under the title."""
+def render_html(title: str, sections: Sequence[Section], meta: Mapping[str, str] | None = None,
+                toc: bool = False, intro: str = "", lead: str = "") -> str:
+    """The whole page as one string. ``lead`` is markup right under the title (the verdict); ``meta`` (what was
+    measured: corpus, settings, versions ...) a table after it; ``intro`` markup after that (provenance, data
+    notes); ``toc`` adds a table of contents linking every section."""
+    anchors = section_anchors(sections)
     parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
              f"<title>{escape(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
              f"<h1>{escape(title)}</h1>"]
+    if lead:
+        parts.append(lead)
     if meta:
-        parts.append(_table(pd.DataFrame({"value": [str(v) for v in meta.values()]},
-                                         index=pd.Index([str(k) for k in meta], name="")), index=True))
-    for section in sections:
-        parts.append(f"<section><h2>{escape(section.heading)}</h2>")
+        parts.append(facts_table(meta))
+    if intro:
+        parts.append(intro)
+    if toc and sections:
+        items = "".join(f'<li><a href="#{a}">{escape(s.heading)}</a></li>' for s, a in zip(sections, anchors))
+        parts.append(f'<nav class="toc"><strong>Contents</strong><ol>{items}</ol></nav>')
+    for section, anchor in zip(sections, anchors):
+        parts.append(f'<section id="{anchor}"><h2>{escape(section.heading)}</h2>')
         for paragraph in filter(None, (p.strip() for p in section.text.split("\n\n"))):
             parts.append(f"<p>{escape(paragraph)}</p>")
         if section.table is not None:
-            parts.append(_table(section.table, index=True))
+            parts.append(table_html(section.table))
+        if section.html:
+            parts.append(section.html)
         if section.preformatted:
             parts.append(f"<pre>{escape(section.preformatted)}</pre>")
         if section.figure is not None:
-            data = base64.b64encode(figure_png(section.figure)).decode("ascii")
-            caption = section.figure.axes[0].get_title() if section.figure.axes else section.heading
-            parts.append(f'<figure><img src="data:image/png;base64,{data}" alt="{escape(caption)}">'
-                         f"<figcaption>{escape(caption)}</figcaption></figure>")
+            parts.append(figure_html(section.figure, section.heading))
         parts.append("</section>")
     parts += ["</body>", "</html>"]
     return "\n".join(parts)
 
 
-def sweep_html(
-    title: str,
-    summary: pd.DataFrame,
-    ranks: pd.DataFrame | None = None,
-    diagnoses: Mapping[str, pd.DataFrame] | None = None,
-    figures: Mapping[str, Figure] | None = None,
-    meta: Mapping[str, str] | None = None,
-    cutoff: int = 3,
-    late_limit: int = 10,
-) -> str:
-    """The sweep's report: every system, its means with intervals, ranks, failure classes, and the plots.
-
-    ``summary`` is long (``system, metric, mean, ci_low, ci_high``); ``ranks`` questions x systems, the
-    first relevant rank (0 = not retrieved); ``diagnoses`` maps a system to its pipeline.analysis.diagnosis table.
-    """
-    diagnoses = diagnoses or {}
-    systems = list(dict.fromkeys([*summary["system"], *(ranks.columns if ranks is not None else []), *diagnoses]))
-    sections = [Section("Systems", f"{len(systems)} system(s) in this sweep: " + ", ".join(map(str, systems)) + ".")]
-    sections.append(Section("Metric means with 95% bootstrap intervals",
-                            "Each cell: mean over the questions [interval low, high].", means_table(summary)))
-    for name, fig in (figures or {}).items():
-        sections.append(Section(name, figure=fig))
-    if ranks is not None:
-        if len(ranks) <= HEATMAP_MAX_ROWS * 4:
-            shown = ranks.apply(lambda col: col.map(lambda r: str(int(r)) if pd.notna(r) and r > 0 else "--"))
-            sections.append(Section("Rank of the first relevant document", "-- = not retrieved.", shown))
-        else:
-            sections.append(Section("Rank of the first relevant document",
-                                    f"Questions per rank bucket ({len(ranks)} questions).",
-                                    rank_buckets(ranks, cutoff, late_limit)))
-    if diagnoses:
-        counts = pd.DataFrame({s: {LABELS[c]: int(t[c].sum()) for c in CLASSES} for s, t in diagnoses.items()}).T
-        counts.index.name = "system"
-        sections.append(Section("Failure classes", f"Questions per class (first relevant not in the top {cutoff}, "
-                                "or near-duplicates crowding the top).", counts))
-        for system, table in diagnoses.items():
-            failing = table[table["missed"] | table[list(CLASSES)].any(axis=1)]
-            shown = failing[["question", "rank", "first_result", "diagnosis", "evidence"]]
-            sections.append(Section(f"Diagnosis: {system}", f"{len(failing)} of {len(table)} questions.",
-                                    shown if len(failing) else None))
-    return render_html(title, sections, meta)
+def section_anchors(sections: Sequence[Section]) -> list[str]:
+    """Each section's id: its own ``anchor`` or a slug of its heading, made unique on the page."""
+    seen: dict[str, int] = {}
+    out = []
+    for section in sections:
+        base = section.anchor or re.sub(r"[^a-z0-9]+", "-", section.heading.lower()).strip("-") or "section"
+        seen[base] = seen.get(base, 0) + 1
+        out.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return out
 
 
-def means_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """Systems x metrics, each cell ``mean [low, high]`` to three decimals."""
-    cells = summary.assign(cell=[f"{m:.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in
-                                 zip(summary["mean"], summary["ci_low"], summary["ci_high"])])
-    table = cells.pivot(index="system", columns="metric", values="cell")
-    table = table.reindex(index=list(dict.fromkeys(summary["system"])), columns=list(dict.fromkeys(summary["metric"])))
-    return table.fillna("")
+def figure_html(fig: Figure, fallback: str = "") -> str:
+    """The figure as an embedded PNG (a data: URL), captioned with its title."""
+    data = base64.b64encode(figure_png(fig)).decode("ascii")
+    caption = fig.axes[0].get_title() if fig.axes else fallback
+    return (f'<figure><img src="data:image/png;base64,{data}" alt="{escape(caption)}">'
+            f"<figcaption>{escape(caption)}</figcaption></figure>")
+
+
+def details(summary: str, body: str, open_: bool = False) -> str:
+    """A folding block: ``summary`` (plain text, escaped) always shown, ``body`` (markup) when unfolded."""
+    return f"<details{' open' if open_ else ''}><summary>{escape(summary)}</summary>{body}</details>"
+
+
+def link(href: str, text: str) -> str:
+    """A link to a file beside the page (a relative path; escaped)."""
+    return f'<a href="{escape(href)}">{escape(text)}</a>'
+
+
+def paragraph(text: str, css: str = "") -> str:
+    """An escaped paragraph."""
+    attrs = f' class="{escape(css)}"' if css else ""
+    return f"<p{attrs}>{escape(text)}</p>"
 
 
 def write_report(html: str, path: str | Path) -> Path:
@@ -156,8 +160,14 @@ def write_report(html: str, path: str | Path) -> Path:
     return target
 
 
-def _table(frame: pd.DataFrame, index: bool = True) -> str:
-    """An escaped HTML table; numbers are right-aligned."""
+def facts_table(facts: Mapping[str, str]) -> str:
+    """A two-column table of named facts (the header's kind), escaped."""
+    rows = "".join(f"<tr><th>{escape(str(k))}</th><td>{escape(str(v))}</td></tr>" for k, v in facts.items())
+    return f'<table class="meta"><tbody>{rows}</tbody></table>'
+
+
+def table_html(frame: pd.DataFrame, index: bool = True) -> str:
+    """An escaped HTML table of a frame; numbers are right-aligned, floats shown to three decimals."""
     head = ([escape(str(frame.index.name or ""))] if index else []) + [escape(str(c)) for c in frame.columns]
     rows = ["<table>", "<thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead>", "<tbody>"]
     for key, row in frame.iterrows():

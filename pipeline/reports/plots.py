@@ -28,6 +28,7 @@ BUCKET_COLOURS = ("#08519c", "#6baed6", "#fdae6b", "#d94801")
 # Failure causes (pipeline.analysis.diagnosis.CAUSES, in order): dark to light oranges.
 CAUSE_COLOURS = ("#7f2704", "#d94801", "#f16913", "#fd8d3c", "#fdae6b")
 NOT_RETRIEVED_COLOUR = "#3a3a3a"
+BEYOND_COLOUR = "#8c8c8c"  # a ranking full to its depth without a relevant document: one may lie deeper
 
 
 def new_figure(width: float, height: float) -> Figure:
@@ -84,37 +85,53 @@ def means_bars(summary: pd.DataFrame, title: str = "Mean score per metric, 95% b
     return fig
 
 
-def rank_bucket_labels(cutoff: int = 3, late_limit: int = 10) -> list[str]:
-    """Bucket names, best first: "1", "2–3", "4–10", "11+", "not retrieved" (for cutoff 3, limit 10)."""
+def rank_bucket_labels(cutoff: int = 3, late_limit: int = 10, beyond: bool = False) -> list[str]:
+    """Bucket names, best first: "1", "2–3", "4–10", "11+", ("beyond depth",) "not retrieved" (cutoff 3, limit 10).
+
+    With ``beyond``, a question whose ranking was full to its depth without a relevant document ("beyond depth N" in
+    the diagnosis: one may lie deeper) is told apart from one whose ranking ended early (not retrieved)."""
     labels = ["1"]
     if cutoff > 1:
         labels.append(f"2–{cutoff}" if cutoff > 2 else "2")
     if late_limit > cutoff:
         labels.append(f"{cutoff + 1}–{late_limit}" if late_limit > cutoff + 1 else str(late_limit))
-    labels += [f"{late_limit + 1}+", "not retrieved"]
+    labels += [f"{late_limit + 1}+", *(["beyond depth"] if beyond else []), "not retrieved"]
     return labels
 
 
-def rank_bucket_codes(ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10) -> np.ndarray:
-    """Each cell's bucket index into :func:`rank_bucket_labels` (0 = rank 1 ... last = not retrieved)."""
+def _has_beyond(beyond: pd.DataFrame | None) -> bool:
+    return beyond is not None and bool(beyond.notna().to_numpy().any())
+
+
+def rank_bucket_codes(ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10,
+                      beyond: pd.DataFrame | None = None) -> np.ndarray:
+    """Each cell's bucket index into :func:`rank_bucket_labels` (0 = rank 1 ... last = not retrieved); ``beyond``
+    (questions x systems, the depth or <NA>, aligned with ``ranks``) fills the "beyond depth" bucket."""
     values = ranks.to_numpy(dtype=float, na_value=np.nan)
     edges = [1.0] + ([float(cutoff)] if cutoff > 1 else []) + ([float(late_limit)] if late_limit > cutoff else [])
     codes = np.searchsorted(np.array(edges), values, side="left")
-    return np.where((values <= 0) | np.isnan(values), len(edges) + 1, codes)
+    missing = (values <= 0) | np.isnan(values)
+    if not _has_beyond(beyond):
+        return np.where(missing, len(edges) + 1, codes)
+    deep = beyond.reindex(index=ranks.index, columns=ranks.columns).notna().to_numpy()
+    return np.where(missing & deep, len(edges) + 1, np.where(missing, len(edges) + 2, codes))
 
 
-def rank_buckets(ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10) -> pd.DataFrame:
+def rank_buckets(ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10,
+                 beyond: pd.DataFrame | None = None) -> pd.DataFrame:
     """How many questions each system puts in each rank bucket (buckets x systems)."""
-    labels = rank_bucket_labels(cutoff, late_limit)
-    codes = rank_bucket_codes(ranks, cutoff, late_limit)
+    labels = rank_bucket_labels(cutoff, late_limit, _has_beyond(beyond))
+    codes = rank_bucket_codes(ranks, cutoff, late_limit, beyond)
     counts = np.stack([np.bincount(codes[:, j], minlength=len(labels)) for j in range(codes.shape[1])], axis=1)
     return pd.DataFrame(counts, index=pd.Index(labels, name="rank of first relevant"), columns=ranks.columns)
 
 
 def first_relevant_heatmap(
-    ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10, max_rows: int = HEATMAP_MAX_ROWS
+    ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10, max_rows: int = HEATMAP_MAX_ROWS,
+    beyond: pd.DataFrame | None = None,
 ) -> Figure:
-    """Rank of the first relevant document, questions x systems (0 or NaN = not retrieved, drawn in grey).
+    """Rank of the first relevant document, questions x systems (0 or NaN = not retrieved, drawn in grey; with
+    ``beyond``, a ranking full to its depth without a relevant document in a lighter grey, ">N").
 
     Up to ``max_rows`` questions: one annotated cell per question and system. Beyond, one row per rank
     bucket and the share of questions in it, so 1,000 questions stay as readable as 14.
@@ -122,40 +139,52 @@ def first_relevant_heatmap(
     if ranks.shape[1] == 0:
         raise ValueError("the heat map needs at least one system")
     if len(ranks) <= max_rows:
-        return _heatmap_per_question(ranks, cutoff, late_limit)
-    return _heatmap_buckets(ranks, cutoff, late_limit)
+        return _heatmap_per_question(ranks, cutoff, late_limit, beyond)
+    return _heatmap_buckets(ranks, cutoff, late_limit, beyond)
 
 
-def _heatmap_per_question(ranks: pd.DataFrame, cutoff: int, late_limit: int) -> Figure:
-    labels = rank_bucket_labels(cutoff, late_limit)
-    codes = rank_bucket_codes(ranks, cutoff, late_limit)
-    colours = [*BUCKET_COLOURS[: len(labels) - 1], NOT_RETRIEVED_COLOUR]
+def _heatmap_per_question(ranks: pd.DataFrame, cutoff: int, late_limit: int,
+                          beyond: pd.DataFrame | None = None) -> Figure:
+    deep = _has_beyond(beyond)
+    labels = rank_bucket_labels(cutoff, late_limit, deep)
+    codes = rank_bucket_codes(ranks, cutoff, late_limit, beyond)
+    colours = [*BUCKET_COLOURS[: len(labels) - 1 - deep], *([BEYOND_COLOUR] if deep else []), NOT_RETRIEVED_COLOUR]
     fig = new_figure(3.5 + 1.1 * ranks.shape[1], 1.8 + 0.3 * len(ranks))
     ax = fig.add_subplot()
     ax.imshow(codes, cmap=ListedColormap(colours), vmin=-0.5, vmax=len(labels) - 0.5, aspect="auto",
               interpolation="nearest")
     values = ranks.to_numpy(dtype=float, na_value=np.nan)
+    depths = (beyond.reindex(index=ranks.index, columns=ranks.columns).to_numpy(dtype=float, na_value=np.nan)
+              if deep else None)
+    last = len(labels) - 1
     for (i, j), code in np.ndenumerate(codes):
-        text = "–" if code == len(labels) - 1 else str(int(values[i, j]))
-        ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if code in (0, len(labels) - 1,
-                len(labels) - 2) else "black")
+        if code == last:
+            text = "–"
+        elif deep and code == last - 1:
+            text = f">{int(depths[i, j])}"
+        else:
+            text = str(int(values[i, j]))
+        ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                color="white" if code in (0, last, last - 1 - deep) else "black")
     ax.set_xticks(range(ranks.shape[1]), [str(c) for c in ranks.columns], rotation=30, ha="right")
     ax.set_yticks(range(len(ranks)), [str(q) for q in ranks.index])
     ax.set_xlabel("system")
     ax.set_ylabel("question id")
-    ax.set_title(f"Rank of the first relevant document ({len(ranks)} questions; – = not retrieved)")
+    more = "; >N = beyond depth N" if deep else ""
+    ax.set_title(f"Rank of the first relevant document ({len(ranks)} questions; – = not retrieved{more})")
     ax.legend(handles=[Patch(color=c, label=lab) for c, lab in zip(colours, labels)], title="rank (position)",
               loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return fig
 
 
-def _heatmap_buckets(ranks: pd.DataFrame, cutoff: int, late_limit: int) -> Figure:
-    counts = rank_buckets(ranks, cutoff, late_limit)
+def _heatmap_buckets(ranks: pd.DataFrame, cutoff: int, late_limit: int,
+                     beyond: pd.DataFrame | None = None) -> Figure:
+    counts = rank_buckets(ranks, cutoff, late_limit, beyond)
     share = counts.to_numpy(float) / len(ranks)
-    last = len(counts) - 1
+    first_missing = len(counts) - 1 - _has_beyond(beyond)  # the grey rows: (beyond depth and) not retrieved
     fig = new_figure(4.0 + 1.2 * ranks.shape[1], 1.8 + 0.55 * len(counts))
     ax = fig.add_subplot()
-    is_missing_row = np.broadcast_to(np.arange(len(counts))[:, None] == last, share.shape)
+    is_missing_row = np.broadcast_to(np.arange(len(counts))[:, None] >= first_missing, share.shape)
     ranked = np.ma.masked_array(share, mask=is_missing_row)
     missing = np.ma.masked_array(share, mask=~is_missing_row)
     image = ax.imshow(ranked, cmap="Blues", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
@@ -163,15 +192,17 @@ def _heatmap_buckets(ranks: pd.DataFrame, cutoff: int, late_limit: int) -> Figur
     for (i, j), n in np.ndenumerate(counts.to_numpy()):
         ax.text(j, i, f"{n}\n({share[i, j]:.0%})", ha="center", va="center", fontsize=8,
                 color="white" if share[i, j] > 0.55 else "black")
-    ax.axhline(last - 0.5, color="black", linewidth=1.5)
-    ax.add_patch(Rectangle((-0.5, last - 0.5), ranks.shape[1], 1, fill=False, hatch="//", edgecolor="#9a9a9a",
-                           linewidth=0))
+    ax.axhline(first_missing - 0.5, color="black", linewidth=1.5)
+    ax.add_patch(Rectangle((-0.5, first_missing - 0.5), ranks.shape[1], len(counts) - first_missing, fill=False,
+                           hatch="//", edgecolor="#9a9a9a", linewidth=0))
     ax.set_xticks(range(ranks.shape[1]), [str(c) for c in ranks.columns], rotation=30, ha="right")
     ax.set_yticks(range(len(counts)), list(counts.index))
     ax.set_xlabel("system")
     ax.set_ylabel("rank of first relevant document (position)")
+    grey = "hatched grey rows = beyond depth, not retrieved" if _has_beyond(beyond) else \
+        "hatched grey row = not retrieved"
     ax.set_title(f"Rank of the first relevant document\n{len(ranks)} questions counted per rank bucket "
-                 "(hatched grey row = not retrieved)", fontsize="medium")
+                 f"({grey})", fontsize="medium")
     fig.colorbar(image, ax=ax, label="share of questions (0–1)")
     return fig
 
@@ -218,6 +249,35 @@ def paired_bootstrap(
                  f"{confidence:.0%} interval {verdict}")
     ax.set_xlabel(f"mean per-question difference in {metric} (score points, 0–1 scale)")
     ax.set_ylabel("resamples (count)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    return fig
+
+
+def response_plot(grid: pd.DataFrame, x: str, hue: str, metric: str, confidence: float = DEFAULT_CONFIDENCE) -> Figure:
+    """A grid sweep's response: the metric's mean against ``x``, one line per value of ``hue``, each with its
+    bootstrap interval as a band; the top system and those tied with it ringed.
+
+    ``grid`` has one row per system: columns ``x``, ``hue``, ``mean``, ``ci_low``, ``ci_high`` and ``top`` (bool).
+    """
+    _require(grid, (x, hue, "mean", "ci_low", "ci_high", "top"), "grid")
+    values = sorted(grid[hue].unique())
+    colours = _palette(len(values))
+    fig = new_figure(9.5, 4.8)
+    ax = fig.add_subplot()
+    for colour, value in zip(colours, values):
+        line = grid[grid[hue] == value].sort_values(x)
+        ax.fill_between(line[x], line["ci_low"], line["ci_high"], color=colour, alpha=0.1, linewidth=0)
+        ax.plot(line[x], line["ci_low"], line[x], line["ci_high"], color=colour, linewidth=0.8, linestyle=":")
+        ax.plot(line[x], line["mean"], marker="o", color=colour, label=f"{hue} = {value:g}")
+    top = grid[grid["top"]]
+    if len(top):
+        ax.scatter(top[x], top["mean"], s=160, facecolors="none", edgecolors="black", linewidths=1.3, zorder=3,
+                   label="top, or tied with it")
+    ax.set_xticks(sorted(grid[x].unique()))
+    ax.set_xlabel(f"{x} (swept value)")
+    ax.set_ylabel(f"{metric}, mean over questions (0–1)")
+    ax.set_title(f"{metric} across the grid {x} × {hue}\nbands: each system's {confidence:.0%} bootstrap interval")
+    ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return fig
 

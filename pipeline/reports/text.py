@@ -7,7 +7,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from metrics.bootstrap import Interval
-from pipeline.analysis.summary import SweepSummary
+from pipeline.analysis.summary import LISTED_IN_LABEL, SweepSummary, group_label
 
 MAX_RANK_ROWS = 30  # beyond this many questions, the rank table shows only those some system misses
 
@@ -35,31 +35,79 @@ def job_text(result: Measured) -> str:
 
 
 def sweep_text(summary: SweepSummary, title: str) -> str:
-    """The systems table, the rank-of-first-relevant table and paired differences against the best system."""
+    """The verdict (the best system, or who is tied at the top), the systems table (identical results on one line),
+    the rank-of-first-relevant table, paired differences against the top system and what the questions can detect."""
     parts = [f"== {title}: {len(summary.finished)} of {len(summary.systems)} jobs finished"]
     if not summary.means.empty:
         parts.append(systems_table(summary))
         if not summary.same_data:
             parts.append("The systems were measured on different collections: no per-question comparison.")
+        parts.append(verdict_text(summary))
         if not summary.first_rank.empty:
             parts.append(first_rank_table(summary))
         if not summary.differences.empty:
             parts.append(differences_table(summary))
+        power = power_text(summary)
+        if power:
+            parts.append(power)
     for system in summary.failed:
         parts.append(f"FAILED job {system.job} ({system.name}): {system.error or system.status}")
     return "\n\n".join(parts)
 
 
+def verdict_text(summary: SweepSummary) -> str:
+    """One paragraph: the best system, or the systems tied at the top, or that all results are identical."""
+    primary, level = summary.primary.name, f"{summary.confidence:.0%}"
+    best = summary.best
+    mean = summary.means.loc[best, primary] if best in summary.means.index else float("nan")
+    if not summary.same_data:
+        return f"Highest mean {primary}: {best} ({number(mean)}); not compared question by question."
+    if len(summary.groups) == 1 and len(summary.finished) > 1:
+        return (f"All {len(summary.finished)} systems returned identical per-question results on every shown metric: "
+                f"no best system, nothing to compare.")
+    if summary.single_best:
+        return (f"Best by {primary}: {best} ({number(mean)}); every other system's paired {level} interval against it "
+                f"excludes zero.")
+    if len(summary.finished) == 1:
+        return f"One system: {best} ({primary} {number(mean)})."
+    tied_groups = [g for g in summary.groups if g[0] in summary.tied]
+    head = f"No single best system by {primary}: the top one, {summary.label(best)} ({number(mean)})"
+    if tied_groups:
+        names = "; ".join(group_label(g) for g in tied_groups)
+        others = len(summary.groups) - 1
+        count = "" if len(tied_groups) == 1 else f"{len(tied_groups)} of the {others} others: "
+        return (f"{head}, is tied with {count}{names} (paired {level} interval of the difference contains zero).")
+    return f"{head}; every other system's paired {level} interval against it excludes zero."
+
+
 def systems_table(summary: SweepSummary) -> str:
     names = [spec.name for spec in summary.show]
     rows = [("system", *names)]
-    for system, row in summary.means.iterrows():
-        rows.append((str(system), *(number(row[n]) for n in names)))
-    return "Mean over questions\n" + format_table(rows, align="l" + "r" * len(names))
+    for rep in summary.representatives:
+        row = summary.means.loc[rep]
+        rows.append((summary.label(rep), *(number(row[n]) for n in names)))
+    text = "Mean over questions\n" + format_table(rows, align="l" + "r" * len(names))
+    long = [g for g in summary.groups if len(g) > LISTED_IN_LABEL]
+    if long:
+        text += "\n" + "\n".join(f"Identical per question: {' = '.join(g)}" for g in long)
+    return text
+
+
+RANK_LEGEND = ("-- = not retrieved: the ranking ended without a relevant document; >N = beyond depth N: the ranking "
+               "was full to depth N without one, and one may lie deeper")
+
+
+def rank_label(rank: object, beyond: object) -> str:
+    """``3``; ``>100`` (beyond the depth the ranking was full to); ``--`` (not retrieved)."""
+    if not pd.isna(rank):
+        return str(int(rank))
+    return "--" if pd.isna(beyond) else f">{int(beyond)}"
 
 
 def first_rank_table(summary: SweepSummary) -> str:
-    ranks = summary.first_rank
+    columns = [rep for rep in summary.representatives if rep in summary.first_rank.columns]
+    ranks = summary.first_rank[columns]
+    beyond = summary.beyond.reindex(index=ranks.index, columns=columns)
     note = ""
     if len(ranks) > MAX_RANK_ROWS:
         missed = ranks[(ranks.isna() | (ranks > 3)).any(axis=1)]
@@ -67,11 +115,11 @@ def first_rank_table(summary: SweepSummary) -> str:
         if len(missed) > MAX_RANK_ROWS:
             note += f"\n(... and {len(missed) - MAX_RANK_ROWS} more; see first_relevant_rank.csv)"
         ranks = missed.head(MAX_RANK_ROWS)
-    rows = [("question", *ranks.columns)]
+    rows = [("question", *(summary.label(c) for c in columns))]
     for qid, row in ranks.iterrows():
-        rows.append((str(qid), *("--" if pd.isna(v) else str(int(v)) for v in row)))
-    return ("Rank of the first relevant document (-- = not retrieved)\n"
-            + format_table(rows, align="l" + "r" * len(ranks.columns)) + note)
+        rows.append((str(qid), *(rank_label(v, beyond.at[qid, c]) for c, v in row.items())))
+    return (f"Rank of the first relevant document\n({RANK_LEGEND})\n"
+            + format_table(rows, align="l" + "r" * len(columns)) + note)
 
 
 def differences_table(summary: SweepSummary) -> str:
@@ -79,11 +127,38 @@ def differences_table(summary: SweepSummary) -> str:
     rows = [("system", "metric", "difference", f"{level} interval", "")]
     for (system, metric), row in summary.differences.iterrows():
         mark = "*" if row.ci_low > 0 or row.ci_high < 0 else ""
-        rows.append((str(system), str(metric), f"{row.difference:+.3f}", f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]",
-                     mark))
-    head = (f"Paired differences against the best system, {summary.best} (by {summary.primary.name}): system minus "
-            f"{summary.best}, bootstrap over questions; * = the interval excludes zero")
+        if metric == summary.primary.name and system in summary.tied:
+            mark = "tied"
+        rows.append((summary.label(str(system)), str(metric), f"{row.difference:+.3f}",
+                     f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]", mark))
+    top = summary.label(summary.best)
+    head = (f"Paired differences against the top system, {top} (by {summary.primary.name}): system minus it, "
+            f"bootstrap over questions; * = the interval excludes zero; tied = it contains zero on "
+            f"{summary.primary.name}")
     return head + "\n" + format_table(rows, align="llrll")
+
+
+NEEDED_FOR = (0.01, 0.02, 0.05)  # differences whose question counts the reports give
+
+
+def power_text(summary: SweepSummary) -> str:
+    """What difference on the primary metric these questions can detect, and what smaller ones would need."""
+    found = summary.detectable()
+    if found is None:
+        return ""
+    pairs = summary.sensitivity[summary.sensitivity["sd"] > 0]
+    spread = (f"median over {len(pairs)} pairs of distinct systems, from {pairs['mde'].min():.3f} to "
+              f"{pairs['mde'].max():.3f}" if len(pairs) > 1 else "the one pair of distinct systems")
+    lines = [f"What {found.n} questions can tell on {summary.primary.name} (paired t approximation, two-sided "
+             f"alpha {found.alpha:.2g}, {found.power:.0%} power): a difference of {found.mde:.3f} ({spread})."]
+    needed = [f"{d:g}: {_count(found.needed(d))}" for d in NEEDED_FOR]
+    lines.append(f"Questions a difference would need (same spread of differences, sd {found.sd:.3f}): "
+                 + "; ".join(needed) + ".")
+    return "\n".join(lines)
+
+
+def _count(n: int | None) -> str:
+    return "more than 10 million" if n is None else f"{n:,}"
 
 
 def number(value: float) -> str:

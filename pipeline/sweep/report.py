@@ -1,13 +1,15 @@
-"""A sweep's plots and its self-contained HTML report, built from the end-of-sweep summary.
+"""A sweep's plots, its self-contained HTML report and its exported tables, built from the end-of-sweep summary.
 
 The summary is read back from MLflow (:mod:`pipeline.analysis.summary`), so this works alike under the basic and the
-joblib launcher: every input here is a child run's metrics or its per-question table. The figures are saved
-in ``<sweep dir>/plots/`` and logged to the parent as ``plots/*.png``; ``report.html`` (tables and the same
-figures embedded) is saved in the sweep folder and logged to the parent.
+joblib launcher: every input here is a child run's metrics, params, tags or per-question table. The figures are saved
+in ``<sweep dir>/plots/`` and logged to the parent as ``plots/*.png``; ``report.html`` (tables and the same figures
+embedded), the tables as Markdown and LaTeX, every pair's statistics (``pairs.csv``) and each system's failing
+questions (``diagnosis/*.csv``, linked from the report) are saved in the sweep folder and logged to the parent.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,12 +20,26 @@ import pandas as pd
 
 from pipeline.analysis.diagnosis import DiagnosisSettings, diagnosis_from_table
 from pipeline.analysis.summary import SweepSummary
-from pipeline.common.names import PLOTS_DIR, PROG, REPORT_FILE
+from pipeline.common.names import (
+    DIAGNOSIS_DIR,
+    DIFFERENCES_FILE,
+    PAIRS_FILE,
+    PLOTS_DIR,
+    PROG,
+    RANKS_FILE,
+    REPORT_FILE,
+    SUMMARY_LATEX,
+    SUMMARY_MARKDOWN,
+    SUMMARY_TEXT,
+    SYSTEMS_FILE,
+)
 from pipeline.common.redact import redact_text
 from pipeline.config.build import MetricPlan
 from pipeline.config.plan import diagnosis_settings
-from pipeline.reports.html import save_figures, sweep_html, write_report
-from pipeline.reports.plots import Figure, first_relevant_heatmap, means_bars, paired_bootstrap
+from pipeline.reports.html import save_figures, write_report
+from pipeline.reports.plots import Figure, first_relevant_heatmap, means_bars, paired_bootstrap, response_plot
+from pipeline.reports.sweep_page import DIAGNOSIS_COLUMNS, PageFiles, failing, sweep_page
+from pipeline.reports.tables import grid_axes, grid_frame, summary_tables, to_latex, to_markdown
 from pipeline.tracking.runs import Tracker
 
 
@@ -36,66 +52,135 @@ class SweepFigure:
     figure: Figure
 
 
-def long_means(summary: SweepSummary) -> pd.DataFrame:
-    """``system, metric, mean, ci_low, ci_high``, one row per finished system and shown metric."""
+def long_means(summary: SweepSummary, collapse: bool = False) -> pd.DataFrame:
+    """``system, metric, mean, ci_low, ci_high``, one row per finished system and shown metric (with ``collapse``,
+    one per group of identical systems, under the group's label)."""
     rows = []
-    for system, row in summary.means.iterrows():
+    names = summary.representatives if collapse else list(summary.means.index)
+    for system in names:
+        row = summary.means.loc[system]
+        label = summary.label(system) if collapse else str(system)
         for spec in summary.show:
-            rows.append({"system": str(system), "metric": spec.name, "mean": row[spec.name],
+            rows.append({"system": label, "metric": spec.name, "mean": row[spec.name],
                          "ci_low": row[f"{spec.name}/ci_low"], "ci_high": row[f"{spec.name}/ci_high"]})
     return pd.DataFrame(rows, columns=["system", "metric", "mean", "ci_low", "ci_high"])
 
 
 def per_question_scores(summary: SweepSummary, metric: str) -> pd.DataFrame:
-    """One metric, questions x finished systems, over the questions every system scored."""
-    columns = {s.name: s.per_question[metric] for s in summary.finished if metric in s.per_question.columns}
+    """One metric, questions x groups of identical systems (under the group's label), over the questions every
+    system scored."""
+    by_name = {s.name: s for s in summary.finished}
+    columns = {summary.label(rep): by_name[rep].per_question[metric] for rep in summary.representatives
+               if metric in by_name[rep].per_question.columns}
     return pd.DataFrame(columns).dropna()
 
 
 def sweep_figures(summary: SweepSummary, plan: MetricPlan, settings: DiagnosisSettings) -> list[SweepFigure]:
-    """Means with their intervals; and, when every system saw the same questions, the first-relevant heat map
-    and the paired bootstrap of the two best systems on the primary metric."""
+    """Means with their intervals; and, when every system saw the same questions, the first-relevant heat map,
+    the paired bootstrap of the two best distinct systems on the primary metric and, for a grid, its response.
+    Systems with identical results are drawn once."""
     figures = []
     level = f"{plan.confidence:.0%}"
-    means = long_means(summary).dropna(subset=["mean"])
+    means = long_means(summary, collapse=True).dropna(subset=["mean"])
     if not means.empty:
-        figures.append(SweepFigure("metric_means", f"Metric means with {level} bootstrap intervals",
+        figures.append(SweepFigure("metric_means", f"Metric means with {level} bootstrap intervals (plot)",
                                    means_bars(means, f"Mean score per metric, {level} bootstrap intervals")))
     if not summary.same_data:
         return figures
     if not summary.first_rank.empty:
+        reps = summary.representatives
+        ranks = summary.first_rank[reps].rename(columns=summary.label)
+        beyond = summary.beyond[reps].rename(columns=summary.label)
         figures.append(SweepFigure("first_relevant_rank", "Rank of the first relevant document, per question",
-                                   first_relevant_heatmap(summary.first_rank, settings.cutoff, settings.late_limit)))
+                                   first_relevant_heatmap(ranks, settings.cutoff, settings.late_limit,
+                                                          beyond=beyond)))
     primary = plan.primary.name
     scores = per_question_scores(summary, primary)
     if scores.shape[1] >= 2 and len(scores):
         figures.append(SweepFigure("paired_bootstrap", f"Paired bootstrap of {primary}: the two best systems",
                                    paired_bootstrap(scores, primary, resamples=plan.resamples, seed=plan.seed,
                                                     confidence=plan.confidence)))
+    grid = grid_frame(summary)
+    if grid is not None:
+        x, hue = grid_axes(summary)
+        figures.append(SweepFigure("grid_response", f"{primary} across the grid {x} x {hue}",
+                                   response_plot(grid, x, hue, primary, plan.confidence)))
     return figures
 
 
-def report_html(summary: SweepSummary, figures: list[SweepFigure], title: str, settings: DiagnosisSettings,
-                meta: Mapping[str, str]) -> str:
-    """The HTML page: every system (a failed job is named under the title with its reason), its means,
-    the first-relevant ranks, the failure classes and each failing question's evidence, and the plots."""
-    diagnoses = {}
+def diagnosis_file(system: str, job: int) -> str:
+    """``diagnosis/job03_BM25_k1_0.9.csv``: the job number keeps two names that clean alike apart."""
+    stem = re.sub(r"[^A-Za-z0-9.-]+", "_", system).strip("._") or "system"
+    return f"{DIAGNOSIS_DIR}/job{job:02d}_{stem}.csv"
+
+
+def diagnoses_of(summary: SweepSummary) -> tuple[dict[str, pd.DataFrame], dict[str, int]]:
+    """Each finished system's diagnosis table (runs logged without one are left out), and its job number."""
+    diagnoses, jobs = {}, {}
     for system in summary.finished:
         table = diagnosis_from_table(system.per_question)
         if table is not None:
             diagnoses[system.name] = table
+            jobs[system.name] = system.job
+    return diagnoses, jobs
+
+
+def write_beside(summary: SweepSummary, diagnoses: Mapping[str, pd.DataFrame], jobs: Mapping[str, int],
+                 sweep_dir: Path) -> tuple[PageFiles, list[Path], list[Path]]:
+    """The files the report links to: the tables as Markdown and LaTeX, every pair's statistics, each system's
+    failing questions. Returns the links, the files for the parent's root and those for its ``diagnosis/``."""
+    files = PageFiles()
+    root: list[Path] = []
+    tables = summary_tables(summary)
+    if tables:
+        (sweep_dir / SUMMARY_MARKDOWN).write_text("\n".join(to_markdown(t) for t in tables), encoding="utf-8")
+        (sweep_dir / SUMMARY_LATEX).write_text(
+            "% \\usepackage{booktabs}\n" + "\n".join(to_latex(t) for t in tables), encoding="utf-8")
+        root += [sweep_dir / SUMMARY_MARKDOWN, sweep_dir / SUMMARY_LATEX]
+        files.others["the summary tables as Markdown"] = SUMMARY_MARKDOWN
+        files.others["the summary tables as LaTeX (booktabs)"] = SUMMARY_LATEX
+    if not summary.pairs.empty:
+        summary.pairs.to_csv(sweep_dir / PAIRS_FILE)
+        root.append(sweep_dir / PAIRS_FILE)
+        files.others["every pair of systems on every shown metric: difference, interval, p, Holm p"] = PAIRS_FILE
+    for name, what in ((SYSTEMS_FILE, "each system's means and intervals"),
+                       (RANKS_FILE, "rank of the first relevant document, question x system"),
+                       (DIFFERENCES_FILE, "differences against the top system"),
+                       (SUMMARY_TEXT, "the terminal summary")):
+        if (sweep_dir / name).exists():
+            files.others[what] = name
+    written = []
+    for system, table in diagnoses.items():
+        relative = diagnosis_file(system, jobs[system])
+        path = sweep_dir / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        failing(table)[DIAGNOSIS_COLUMNS].rename_axis("query_id").to_csv(path)
+        files.diagnosis[system] = relative
+        written.append(path)
+    return files, root, written
+
+
+def report_html(summary: SweepSummary, figures: list[SweepFigure], title: str, settings: DiagnosisSettings,
+                meta: Mapping[str, str], files: PageFiles | None = None,
+                diagnoses: Mapping[str, pd.DataFrame] | None = None) -> str:
+    """The HTML page (:func:`pipeline.reports.sweep_page.sweep_page`); a failed job is named in the header with
+    its reason."""
+    if diagnoses is None:
+        diagnoses = diagnoses_of(summary)[0]
     info = dict(meta)
     for system in summary.failed:
         info[f"failed job {system.job}"] = f"{system.name}: {system.error or system.status}"
-    ranks = summary.first_rank if not summary.first_rank.empty else None
-    return sweep_html(title, long_means(summary), ranks, diagnoses, {f.heading: f.figure for f in figures},
-                        {k: redact_text(str(v)) for k, v in info.items()}, settings.cutoff, settings.late_limit)
+    plotted = [(f.heading, f.figure) for f in figures if f.stem != "grid_response"]
+    grid = next((f.figure for f in figures if f.stem == "grid_response"), None)
+    return sweep_page(summary, title, {k: redact_text(str(v)) for k, v in info.items()}, plotted, grid, diagnoses,
+                      files or PageFiles(), settings.cutoff, settings.late_limit)
 
 
 def plots_and_report(summary: SweepSummary, plan: MetricPlan, diagnosis: Mapping[str, Any], title: str,
                      sweep_dir: Path, parent: Tracker, meta: Mapping[str, str]) -> list[Path]:
-    """Save the plots and the report in the sweep folder and log the plots to the parent;
-    returns the report, to be logged with the parent's other files.
+    """Save the plots, the report and the files it links to in the sweep folder; log the plots and each system's
+    failing questions to the parent; return the report and the exported tables, to be logged with the parent's
+    other files.
 
     A failure here is reported on stderr and nothing is returned: the plots are a view of results that are
     logged anyway, and must never cost them.
@@ -106,11 +191,16 @@ def plots_and_report(summary: SweepSummary, plan: MetricPlan, diagnosis: Mapping
         settings = diagnosis_settings(diagnosis)
         figures = sweep_figures(summary, plan, settings)
         parent.log_files(save_figures({f.stem: f.figure for f in figures}, sweep_dir / PLOTS_DIR), PLOTS_DIR)
+        diagnoses, jobs = diagnoses_of(summary)
+        files, root, per_system = write_beside(summary, diagnoses, jobs, sweep_dir)
+        if per_system:
+            parent.log_files(per_system, DIAGNOSIS_DIR)
         info = {"sweep folder": str(sweep_dir), **meta}
-        report = write_report(report_html(summary, figures, title, settings, info), sweep_dir / REPORT_FILE)
+        report = write_report(report_html(summary, figures, title, settings, info, files, diagnoses),
+                              sweep_dir / REPORT_FILE)
     except Exception as exc:
         print(f"{PROG}: the sweep's plots and report were not made: {type(exc).__name__}: {redact_text(str(exc))}",
               file=sys.stderr, flush=True)
         return []
     print(f"Report (open in a browser): {report}", flush=True)
-    return [report]
+    return [report, *root]

@@ -34,7 +34,9 @@ def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> 
         tags = run.data.tags
         job = int(tags[TAG_JOB]) if tags.get(TAG_JOB, "").isdigit() else len(systems)
         systems.append(SystemRun(run.info.run_id, tags.get(TAG_SYSTEM, run.info.run_name), run.info.status, job,
-                                 dict(run.data.metrics), tags.get(TAG_ERROR), tags.get(TAG_CORPUS_DIGEST)))
+                                 dict(run.data.metrics), tags.get(TAG_ERROR), tags.get(TAG_CORPUS_DIGEST),
+                                 params=dict(run.data.params), tags=dict(tags), started_ms=run.info.start_time,
+                                 notes=data_notes(run)))
     systems.sort(key=lambda s: s.job)
     unique_names(systems)
     done = [s for s in systems if s.status == "FINISHED"]
@@ -49,6 +51,13 @@ def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> 
             system.per_question = frame.set_index("query_id")
             Path(local).unlink(missing_ok=True)
     return systems
+
+
+def data_notes(run: Run) -> list[str]:
+    """What validating the run's data found (dropped judgments, empty texts ...), one line each, for the report's
+    header. Hook: the jobs do not record their notes in MLflow yet; once a tag or artifact for them is named in
+    ``pipeline.common.names``, read it here (the report shows whatever this returns)."""
+    return []
 
 
 def per_question_table(client: MlflowClient, run: Run) -> pd.DataFrame | None:

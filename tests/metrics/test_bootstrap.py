@@ -7,7 +7,7 @@ import pytest
 import scipy.stats
 
 from metrics import evaluate
-from metrics.bootstrap import bootstrap_ci, paired_difference, resample_means
+from metrics.bootstrap import bootstrap_ci, paired_difference, resample_means, resample_means_by_counts
 from pipeline.data import helpdesk
 from retrievers import BM25, LSA
 
@@ -47,6 +47,15 @@ def test_the_chunked_one_call_draw_is_the_spec_stream(n):
     assert interval.low == pytest.approx(low, abs=1e-12)
     assert interval.high == pytest.approx(high, abs=1e-12)
     assert interval.mean == pytest.approx(d.mean(), abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 14, 3001])
+def test_resample_means_by_counts_draws_the_same_resamples(n):
+    values = np.random.default_rng(n).normal(size=(n, 5))
+    assert np.allclose(resample_means_by_counts(values, 700, seed=4), resample_means(values, 700, seed=4),
+                       rtol=0, atol=1e-12)
+    if n > 1:  # one question has one resample; more: another seed draws others
+        assert not np.allclose(resample_means_by_counts(values, 700, seed=5), resample_means(values, 700, seed=4))
 
 
 def test_columns_are_resampled_together_as_pairs():

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metrics.comparison import BETTER, SAME, WORSE, compare, gate
+from metrics.comparison import BETTER, SAME, WORSE, all_pairs, compare, gate
+from metrics.significance import holm
 
 
 def table(values: dict[str, np.ndarray], ids=None) -> pd.DataFrame:
@@ -106,3 +107,26 @@ def test_gate_needs_the_drop_to_be_significant_not_only_its_interval(scores):
     assert drop.table.loc["m", "ci_high"] < -0.01 and drop.table.loc["m", "p_holm"] > 0.05  # 4 questions: p >= 2/16
     result = gate(drop, ["m"], tolerance=0.01)
     assert result.passed and "not significant after Holm's adjustment" in result.reason
+
+
+def test_all_pairs_gives_each_pair_what_compare_gives_it_alone_and_holm_over_the_pairs(scores):
+    a, b = scores
+    systems = {"A": table({"ndcg@5": a, "mrr": b}), "B": table({"ndcg@5": a + 0.1 * (b > 0.4), "mrr": b}),
+               "C": table({"ndcg@5": a - 0.02 * (b > 0.5), "mrr": b * 0.9})}
+    pairs = all_pairs(systems, ["ndcg@5", "mrr"], resamples=1000, permutations=2000)
+    assert list(dict.fromkeys((x, y) for x, y, _ in pairs.index)) == [("A", "B"), ("A", "C"), ("B", "C")]
+    for (x, y, metric), row in pairs.iterrows():
+        alone = compare(systems[y], systems[x], [metric], resamples=1000, permutations=2000).table.loc[metric]
+        assert row.difference == pytest.approx(alone.difference)  # compare says candidate - baseline: x - y
+        assert (row.ci_low, row.ci_high) == (pytest.approx(alone.ci_low, abs=1e-12),
+                                             pytest.approx(alone.ci_high, abs=1e-12))
+        assert row.p_value == alone.p_value
+    ndcg = pairs.xs("ndcg@5", level="metric")
+    assert list(ndcg.p_holm) == pytest.approx(list(holm(ndcg.p_value)))  # the family: every pair on one metric
+    assert ndcg.loc[("A", "B"), "significant"] and pairs.loc[("A", "C", "mrr"), "significant"]
+    assert not pairs.loc[("A", "B", "mrr"), "significant"] and pairs.loc[("A", "B", "mrr"), "p_value"] == 1.0
+    assert ndcg.loc[("A", "B"), "difference"] < 0  # a listed before b: the difference is a - b
+
+
+def test_all_pairs_of_one_system_is_empty(scores):
+    assert all_pairs({"A": table({"m": scores[0]})}, ["m"]).empty

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from metrics.bootstrap import paired_difference
+from metrics.power import minimum_detectable_effect, questions_needed
 from metrics.spec import parse_metrics
 from pipeline.analysis.summary import SystemRun, summarize
 from pipeline.reports.text import sweep_text
+from retrievers import BM25, LSA, WeightedSum
+from tests.pipeline.measured import measured
 
 SHOW = parse_metrics("hit_rate@3,ndcg@5")
 QUESTIONS = [f"q{i:02d}" for i in range(1, 9)]
@@ -68,3 +72,118 @@ def test_the_report_marks_differences_whose_interval_excludes_zero():
     row = summarize([A, B], "parent", SHOW, SHOW[1]).differences.loc[("A", "ndcg@5")]
     assert lines[("A", "ndcg@5")].endswith("*") == bool(row.ci_high < 0 or row.ci_low > 0)
     assert "q06" in text and "--" in text
+
+
+# -- honest summaries, from real rankings of the help-desk corpus ----------------------------------------------------
+
+SPEC_SHOW = parse_metrics("hit_rate@3,recall@5,mrr,ndcg@5")
+GRID = [(k1, b) for k1 in (0.9, 1.2) for b in (0.3, 0.4, 0.6, 0.75)]
+
+
+@pytest.fixture(scope="module")
+def bm25_grid(helpdesk_collection):
+    """Eight BM25 settings that rank the 14 help-desk questions alike (k1 and b move no first relevant document)."""
+    c = helpdesk_collection
+    return [measured(f"BM25 k1={k1} b={b}", job, BM25(k1=k1, b=b).index(c).rank(c.query_ids, c.query_texts, 100), c,
+                     SPEC_SHOW, {"retriever.k1": str(k1), "retriever.b": str(b)})
+            for job, (k1, b) in enumerate(GRID)]
+
+
+@pytest.fixture(scope="module")
+def spec_systems(helpdesk_collection, helpdesk_runs):
+    c = helpdesk_collection
+    return [measured(name, job, run, c, SPEC_SHOW) for job, (name, run) in enumerate(helpdesk_runs.items())]
+
+
+def test_eight_identical_systems_are_one_line_with_no_best_and_no_rows_of_zero(bm25_grid):
+    summary = summarize(bm25_grid, "parent", SPEC_SHOW, SPEC_SHOW[3], resamples=500, permutations=500)
+    names = [s.name for s in bm25_grid]
+    assert summary.groups == [names] and summary.differences.empty and not summary.single_best
+    text = sweep_text(summary, "grid")
+    assert "+0.000" not in text and "Best by" not in text
+    assert "All 8 systems returned identical per-question results on every shown metric: no best system" in text
+    table = text.split("Mean over questions\n")[1].split("\n\n")[0].splitlines()
+    assert len(table) == 3  # header, the one row, and the line naming every identical system
+    assert table[1].startswith("BM25 k1=0.9 b=0.3 and 7 others (identical per question)")
+    assert table[2] == "Identical per question: " + " = ".join(names)
+
+
+def test_two_identical_systems_share_one_row_named_after_both(bm25_grid, spec_systems):
+    lsa = spec_systems[1]
+    summary = summarize([*bm25_grid[:2], lsa], "parent", SPEC_SHOW, SPEC_SHOW[3], resamples=500, permutations=500)
+    assert summary.label("BM25 k1=0.9 b=0.4") == "BM25 k1=0.9 b=0.3 = BM25 k1=0.9 b=0.4 (identical per question)"
+    text = sweep_text(summary, "t")
+    label = "BM25 k1=0.9 b=0.3 = BM25 k1=0.9 b=0.4 (identical per question)"
+    assert len([line for line in text.splitlines() if line.startswith(label)]) == 1  # one row of means
+    assert f"Paired differences against the top system, {label}" in text
+    assert f"No single best system by ndcg@5: the top one, {label} (0.691)" in text
+    assert summary.pairs.index.get_level_values("a").unique().tolist() == ["BM25 k1=0.9 b=0.3"]
+
+
+def test_systems_whose_interval_against_the_top_contains_zero_are_tied_with_it(spec_systems):
+    summary = summarize(spec_systems, "parent", SPEC_SHOW, SPEC_SHOW[3], resamples=1000, permutations=1000)
+    assert summary.best == "RRF"  # SPEC: RRF's nDCG@5 0.737 is the highest mean
+    top = spec_systems[3].per_question["ndcg@5"].to_numpy()
+    expected = []
+    for system in spec_systems[:3]:
+        iv = paired_difference(system.per_question["ndcg@5"].to_numpy(), top, resamples=1000)[0]
+        if iv.low <= 0 <= iv.high:
+            expected.append(system.name)
+    assert summary.tied == expected and expected  # on 14 questions, some system is indistinguishable from RRF
+    text = sweep_text(summary, "SPEC")
+    count = f"{len(expected)} of the 3 others: " if len(expected) > 1 else ""
+    assert f"No single best system by ndcg@5: the top one, RRF (0.737), is tied with {count}" + "; ".join(expected) \
+        in text
+    for name in expected:
+        assert any(line.startswith(name) and line.split()[1:2] == ["ndcg@5"] and line.endswith("tied")
+                   for line in text.splitlines())
+
+
+def test_a_system_ahead_of_every_other_is_named_best(spec_systems, helpdesk_collection):
+    c = helpdesk_collection
+    # the judgments themselves as a run: the first relevant document first on every question
+    perfect = summarize([spec_systems[1], measured("oracle", 9, oracle_run(c), c, SPEC_SHOW)], "parent", SPEC_SHOW,
+                        SPEC_SHOW[3], resamples=1000, permutations=1000)
+    assert perfect.single_best and perfect.best == "oracle" and not perfect.tied
+    assert "Best by ndcg@5: oracle (1.000); every other system's paired 95% interval against it excludes zero" in \
+        sweep_text(perfect, "t")
+
+
+def test_the_rank_table_tells_not_retrieved_from_beyond_depth(helpdesk_collection):
+    c = helpdesk_collection
+    weighted = WeightedSum([BM25(), LSA()], depth=10).index(c).rank(c.query_ids, c.query_texts, 100)
+    bm25 = BM25().index(c).rank(c.query_ids, c.query_texts, 100)
+    systems = [measured("BM25", 0, bm25, c, SPEC_SHOW), measured("weighted", 1, weighted, c, SPEC_SHOW)]
+    summary = summarize(systems, "parent", SPEC_SHOW, SPEC_SHOW[3], resamples=200, permutations=200)
+    # q10 ("I want my data from yesterday back"): BM25 scores one wrong document and stops; the fusion's top 10 is
+    # full, and no relevant document is in it
+    assert systems[0].per_question.loc["q10", "first_relevant"] == "not retrieved"
+    assert systems[1].per_question.loc["q10", "first_relevant"] == "beyond depth 10"
+    row = next(line for line in sweep_text(summary, "t").splitlines() if line.startswith("q10"))
+    assert row.split() == ["q10", "--", ">10"]
+
+
+def test_the_question_set_s_detectable_difference_is_reported_from_the_pairs(spec_systems):
+    summary = summarize(spec_systems, "parent", SPEC_SHOW, SPEC_SHOW[3], resamples=200, permutations=200)
+    assert len(summary.sensitivity) == 6  # four distinct systems, six pairs
+    rrf, bm25 = (s.per_question["ndcg@5"] for s in (spec_systems[3], spec_systems[0]))
+    pair = summary.sensitivity.loc[("BM25", "RRF")]
+    assert pair.sd == pytest.approx((bm25 - rrf).std(ddof=1))
+    assert pair.mde == pytest.approx(minimum_detectable_effect(pair.sd, 14))
+    found = summary.detectable()
+    assert found.sd == pytest.approx(summary.sensitivity["sd"].median()) and found.n == 14
+    text = sweep_text(summary, "t")
+    assert f"What 14 questions can tell on ndcg@5 (paired t approximation, two-sided alpha 0.05, 80% power): " \
+           f"a difference of {found.mde:.3f}" in text
+    assert f"0.05: {questions_needed(0.05, found.sd):,}" in text
+
+
+def oracle_run(c):
+    """A run that puts each question's relevant documents first, in judgment order (scores descending)."""
+    from metrics.run import Run
+
+    rankings: dict[str, list[tuple[str, float]]] = {q: [] for q in c.query_ids}
+    for q, d, g in zip(c.qrels.query_ids, c.qrels.doc_ids, c.qrels.grades):
+        if g > 0:
+            rankings[q].append((d, 10.0 - len(rankings[q])))
+    return Run.from_rankings(rankings, "oracle")

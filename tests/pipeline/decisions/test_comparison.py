@@ -8,7 +8,10 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
+from metrics.evaluate import evaluate
+from metrics.power import minimum_detectable_effect, questions_needed
 from pipeline.compare import main
+from retrievers import BM25, LSA
 from tests.pipeline.helpers import log_run
 
 
@@ -167,3 +170,27 @@ def test_comparing_a_run_with_itself_is_one_line_and_records_nothing(helpdesk_st
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("rankscope compare: warning: ") and "name the same run" in line
     assert len(comparisons(client)) == before
+
+
+def test_the_report_says_what_difference_the_questions_can_detect(helpdesk_store, helpdesk_collection, capsys):
+    folder, runs = helpdesk_store
+    assert compare(folder, runs["first"], runs["lsa"], "--no-record", "--detect", "0.05", "--detect", "0.2") == 0
+    out = capsys.readouterr().out
+    c = helpdesk_collection
+    ndcg = {name: evaluate(engine.index(c).rank(c.query_ids, c.query_texts, 100), c.qrels, ["ndcg@5"])
+            .per_question["ndcg@5"] for name, engine in (("bm25", BM25()), ("lsa", LSA()))}
+    d = (ndcg["lsa"] - ndcg["bm25"]).to_numpy()  # the job's primary metric, candidate minus baseline
+    sd = d.std(ddof=1)
+    assert (f"What these 14 questions can tell on ndcg@5 (paired t approximation, two-sided alpha 0.05, 80% power): "
+            f"a difference of {minimum_detectable_effect(sd, 14):.4f} (standard deviation of the per-question "
+            f"differences {sd:.4f}).") in out
+    assert (f"With the same spread: the observed {d.mean():+.4f} would need {questions_needed(abs(d.mean()), sd):,} "
+            f"questions; 0.05 would need {questions_needed(0.05, sd):,} questions; 0.2 would need "
+            f"{questions_needed(0.2, sd):,} questions.") in out
+
+
+def test_two_runs_that_agree_everywhere_have_no_spread_to_size_a_difference_from(helpdesk_store, capsys):
+    folder, runs = helpdesk_store
+    assert compare(folder, runs["first"], runs["second"], "--no-record") == 0
+    assert "the two runs agree on every question (no spread of differences to size one from)" in \
+        capsys.readouterr().out

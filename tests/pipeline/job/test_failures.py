@@ -41,7 +41,7 @@ def test_a_failed_sweep_point_leaves_the_other_runs_intact_and_fails_the_parent(
     logged = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"report.html", "plots"} <= logged
     report = (sweep_dir / "report.html").read_text(encoding="utf-8")
-    assert "Diagnosis: BM25 corpus.path=.../helpdesk" in report and "vocabulary gap" in report
+    assert "<summary>BM25 corpus.path=.../helpdesk: " in report and "vocabulary gap" in report
     assert "failed job 1" in report and "corpus folder does not exist" in report
 
 

@@ -191,3 +191,31 @@ def test_per_run_plots_keep_every_text_inside_the_image(questions):
         for text in shown:
             box = text.get_window_extent(renderer)
             assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, text
+
+
+def test_a_ranking_full_to_its_depth_is_bucketed_apart_from_one_that_ended():
+    ranks = pd.DataFrame({"a": [1, np.nan, np.nan, 4], "b": [np.nan, 2, np.nan, 11]}, index=["q1", "q2", "q3", "q4"])
+    beyond = pd.DataFrame({"a": [pd.NA, 100, pd.NA, pd.NA], "b": [10, pd.NA, pd.NA, pd.NA]}, index=ranks.index,
+                          dtype="Int64")
+    counts = plots.rank_buckets(ranks, beyond=beyond)
+    assert list(counts.index) == ["1", "2–3", "4–10", "11+", "beyond depth", "not retrieved"]
+    assert counts["a"].tolist() == [1, 0, 1, 0, 1, 1] and counts["b"].tolist() == [0, 1, 0, 1, 1, 1]
+    assert list(plots.rank_buckets(ranks).index)[-1] == "not retrieved" and len(plots.rank_buckets(ranks)) == 5
+    fig = plots.first_relevant_heatmap(ranks, beyond=beyond)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts.count(">100") == 1 and texts.count(">10") == 1 and texts.count("–") == 2
+    assert "beyond depth" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+
+
+def test_the_grid_response_draws_one_line_and_band_per_value_and_rings_the_top():
+    grid = pd.DataFrame([{"k1": k1, "b": b, "mean": 0.6 + k1 / 10 + b / 20, "ci_low": 0.5, "ci_high": 0.8,
+                          "top": k1 == 1.2 and b == 0.9} for k1 in (0.6, 0.9, 1.2) for b in (0.3, 0.9)])
+    fig = plots.response_plot(grid, "k1", "b", "ndcg@10")
+    ax = fig.axes[0]
+    assert_readable(fig)
+    lines = [line for line in ax.get_lines() if line.get_label().startswith("b = ")]
+    assert [line.get_label() for line in lines] == ["b = 0.3", "b = 0.9"]
+    assert list(lines[1].get_ydata()) == pytest.approx(grid[grid.b == 0.9].sort_values("k1")["mean"].tolist())
+    assert len(ax.collections) == 3  # two bands and the ring around the top point
+    assert ax.collections[-1].get_offsets().tolist() == [[1.2, pytest.approx(0.6 + 0.12 + 0.045)]]
+    assert "95% bootstrap interval" in ax.get_title()

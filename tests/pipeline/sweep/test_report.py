@@ -13,7 +13,7 @@ from mlflow import MlflowClient
 from metrics.spec import parse_metrics
 from pipeline.analysis.diagnosis import DiagnosisSettings
 from pipeline.analysis.summary import SystemRun, summarize
-from pipeline.common.names import REPORT_FILE
+from pipeline.common.names import DIAGNOSIS_DIR, PAIRS_FILE, REPORT_FILE, SUMMARY_LATEX, SUMMARY_MARKDOWN
 from pipeline.config.build import metric_plan
 from pipeline.sweep.report import long_means, plots_and_report, report_html, sweep_figures
 from pipeline.tracking.runs import Tracker
@@ -92,7 +92,7 @@ def test_the_report_names_every_system_and_each_failed_job_with_its_reason():
     html = report_html(summary, sweep_figures(summary, PLAN, SETTINGS), "Sweep t", SETTINGS, {"sweep folder": "x"})
     for system in ("A", "B", "E"):
         assert f"<th>{system}</th>" in html
-    assert "Diagnosis: A" in html and "diagnosed by B" in html and "Diagnosis: E" not in html
+    assert "<summary>A: " in html and "diagnosed by B" in html and "<summary>E: " not in html
     assert "failed job 3" in html and "D: /nowhere: corpus folder does not exist" in html
 
 
@@ -102,10 +102,23 @@ def test_plots_and_report_are_saved_and_logged_to_the_parent(tmp_path: Path, emp
     client, experiment_id = Store.open(uri, "t").pair()
     parent = Tracker.start(client, experiment_id, "sweep", {})
     settings = {"cutoff": 3, "late_limit": 10, "duplicate_threshold": 0.6, "duplicate_top_k": 10, "shingle_size": 2}
-    files = plots_and_report(summary_of(A, B), PLAN, settings, "Sweep t", tmp_path / "sweep", parent, {})
-    assert files == [tmp_path / "sweep" / REPORT_FILE] and "Diagnosis: B" in files[0].read_text()
-    logged = {a.path for a in MlflowClient(uri).list_artifacts(parent.run_id, "plots")}
+    sweep = tmp_path / "sweep"
+    files = plots_and_report(summary_of(A, B), PLAN, settings, "Sweep t", sweep, parent, {})
+    assert files == [sweep / REPORT_FILE, sweep / SUMMARY_MARKDOWN, sweep / SUMMARY_LATEX, sweep / PAIRS_FILE]
+    html = files[0].read_text()
+    assert "<summary>B: " in html and 'href="summary.md"' in html and 'href="pairs.csv"' in html
+    assert "### Systems and their means" in files[1].read_text() and "\\toprule" in files[2].read_text()
+    assert len(pd.read_csv(files[3])) == 1 * len(SHOW)  # one pair, every shown metric
+    client = MlflowClient(uri)
+    logged = {a.path for a in client.list_artifacts(parent.run_id, "plots")}
     assert logged == {"plots/metric_means.png", "plots/first_relevant_rank.png", "plots/paired_bootstrap.png"}
+    diagnosis = {a.path for a in client.list_artifacts(parent.run_id, DIAGNOSIS_DIR)}
+    assert diagnosis == {"diagnosis/job00_A.csv", "diagnosis/job01_B.csv"}
+    for path in diagnosis:
+        assert f'href="{path}"' in html
+        table = pd.read_csv(sweep / path, dtype={"query_id": str}).set_index("query_id")
+        assert list(table.columns) == ["question", "rank", "first_result", "diagnosis", "evidence"]
+        assert len(table) == int({"A": A, "B": B}[path[-5]].per_question["missed"].sum())
     assert {p.name for p in (tmp_path / "sweep" / "plots").iterdir()} == {Path(p).name for p in logged}
     assert f"Report (open in a browser): {files[0]}" in capsys.readouterr().out
     parent.finish()

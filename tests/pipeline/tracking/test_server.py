@@ -121,7 +121,7 @@ def test_the_parent_holds_four_nested_children_and_the_sweep_summary(server, swe
     assert {f["path"] for f in plots["files"]} == {"plots/metric_means.png", "plots/first_relevant_rank.png",
                                                    "plots/paired_bootstrap.png"}
     report = artifact(server, experiment_id, parent["info"]["run_id"], "report.html")
-    assert all(f"Diagnosis: {system}" in report for system in SPEC_NDCG5) and SECRET not in report
+    assert all(f"<summary>{system}: " in report for system in SPEC_NDCG5) and SECRET not in report
     table = json.loads(artifact(server, experiment_id, parent["info"]["run_id"], "sweep_summary.json"))
     assert [row[0] for row in table["data"]] == ["BM25", "LSA", "weighted", "RRF"]
 

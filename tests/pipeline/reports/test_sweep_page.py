@@ -1,0 +1,158 @@
+"""The sweep report as a colleague reads it: a header saying what was measured, a table of contents whose links
+resolve, the verdict, the systems with their settings, every pair, what the questions can detect, ranks that agree
+with the diagnosis, and each system's diagnosis folded with its first failing questions inline."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from metrics.spec import parse_metrics
+from pipeline.analysis.diagnosis import DiagnosisSettings
+from pipeline.analysis.summary import summarize
+from pipeline.config.build import metric_plan
+from pipeline.reports.sweep_page import INLINE_FAILURES, PageFiles, failing, measured_facts, retriever_settings
+from pipeline.sweep.report import diagnoses_of, report_html, sweep_figures
+from retrievers import BM25, LSA
+from tests.pipeline.measured import measured
+from tests.pipeline.reports.test_html import parse
+
+SHOW = parse_metrics("hit_rate@3,recall@5,mrr,ndcg@5")
+PLAN = metric_plan({"k": [3, 5, 10], "measures": ["hit_rate", "recall", "mrr", "ndcg"],
+                    "show": [s.name for s in SHOW], "primary": "ndcg@5", "level": 1, "gain": "linear",
+                    "missing": "zero", "bootstrap": {"resamples": 1000, "seed": 0, "confidence": 0.95,
+                                                     "method": "percentile"}})
+COMPONENTS = {"retriever.components.first._target_": "retrievers.BM25", "retriever.components.first.k1": "1.2",
+              "retriever.components.first.b": "0.75", "retriever.components.first.name": "BM25",
+              "retriever.components.second._target_": "retrievers.LSA", "retriever.components.second.dims": "6",
+              "retriever.components.second.name": "LSA", "retriever.depth": "10"}
+# the params each retriever's job logs (as MLflow holds them for `python -m pipeline -m experiment=helpdesk_study`)
+PARAMS = {
+    "BM25": {"retriever": "bm25", "retriever._target_": "retrievers.BM25", "retriever.name": "BM25",
+             "retriever.k1": "1.2", "retriever.b": "0.75"},
+    "LSA": {"retriever": "lsa", "retriever._target_": "retrievers.LSA", "retriever.name": "LSA", "retriever.dims": "6"},
+    "weighted": {"retriever": "weighted", "retriever._target_": "retrievers.WeightedSum", "retriever.name": "weighted",
+                 "retriever.alpha": "0.5", "retriever.weights": "null", **COMPONENTS},
+    "RRF": {"retriever": "rrf", "retriever._target_": "retrievers.RRF", "retriever.name": "RRF", "retriever.k": "60.0",
+            **COMPONENTS},
+}
+
+
+@pytest.fixture(scope="module")
+def study(helpdesk_collection, helpdesk_runs):
+    c = helpdesk_collection
+    systems = [measured(name, job, run, c, SHOW, PARAMS[name]) for job, (name, run) in enumerate(helpdesk_runs.items())]
+    systems[0].notes = ["qrels/test.tsv: 2 judgment(s) name unknown documents (dropped)"]
+    systems[2].notes = ["qrels/test.tsv: 2 judgment(s) name unknown documents (dropped)"]
+    return summarize(systems, "parent", SHOW, SHOW[3], resamples=1000, permutations=2000)
+
+
+@pytest.fixture(scope="module")
+def page(study):
+    settings = DiagnosisSettings()
+    files = PageFiles({s.name: f"diagnosis/job0{s.job}.csv" for s in study.finished},
+                      {"the summary tables as Markdown": "summary.md"})
+    html = report_html(study, sweep_figures(study, PLAN, settings), "Sweep helpdesk_study", settings,
+                       {"sweep folder": "/tmp/x"}, files)
+    return html, parse(html)
+
+
+def header(html: str, table: int = 1) -> dict[str, str]:
+    """The facts of the page's ``table``-th header table (1: what was measured; 2: where the results are)."""
+    found = html.split('<table class="meta">')[table].split("</table>", 1)[0]
+    return dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", found))
+
+
+def test_the_header_says_what_was_measured_from_the_runs(page):
+    facts = header(page[0])
+    assert facts["corpus"] == "helpdesk" and facts["split"] == "test"
+    assert facts["questions"] == "14 evaluated" and facts["documents"] == "28" and facts["depth"] == "100"
+    assert facts["metrics"].startswith("primary ndcg@5; shown hit_rate@3, recall@5, mrr, ndcg@5; cutoffs [3, 5, 10]")
+    assert "relevant from grade 1; nDCG gain linear" in facts["metrics"]
+    assert facts["bootstrap"] == "percentile intervals, 1000 resamples, seed 0, 95% confidence"
+    assert facts["date"] == "2026-01-01 00:00–00:03 UTC (runs started)"
+    assert facts["code version"] == "0.1.0+test" and "Holm-adjusted" in facts["comparisons"]
+    where = header(page[0], 2)  # folded under the header: where the results are
+    assert where["sweep folder"] == "/tmp/x" and where["corpus digest"] == "d1"
+    assert where["judgments"].endswith("qrels/test.tsv") and "<summary>Where these results are: " in page[0]
+
+
+def test_a_setting_that_differs_between_runs_is_said_to_vary(study):
+    study.finished[1].params["depth"] = "50"
+    try:
+        assert measured_facts(study)["depth"] == "varies: 100, 50"
+    finally:
+        study.finished[1].params["depth"] = "100"
+
+
+def test_data_notes_are_listed_once_under_the_header(page):
+    html = page[0]
+    assert html.count("2 judgment(s) name unknown documents (dropped)") == 1
+    assert html.index("Data validation notes") < html.index('<nav class="toc">')
+
+
+def test_every_contents_link_resolves_and_no_heading_repeats(page):
+    html, parsed = page
+    targets = [link[1:] for link in parsed.links if link.startswith("#")]
+    assert targets and set(targets) <= set(parsed.ids)
+    h2 = re.findall(r"<h2>(.*?)</h2>", html)
+    assert len(h2) == len(set(h2))
+    assert [t for t in ("means", "settings", "pairs", "power", "plots", "ranks", "diagnosis")
+            if t not in targets] == []
+
+
+def test_the_verdict_names_no_single_best_among_tied_systems(page, study):
+    html = page[0]
+    tied = "; ".join(study.tied)
+    count = f"{len(study.tied)} of the 3 others: " if len(study.tied) > 1 else ""
+    assert f"No single best system by ndcg@5: the top one, RRF (0.737), is tied with {count}{tied}" in html
+    assert html.index('id="verdict"') < html.index('<table class="meta">')  # first thing under the title
+    assert "With these 14 questions, a difference in ndcg@5 smaller than about" in html
+
+
+def test_each_system_s_settings_are_shown_and_say_which_alpha_is_weighted_s(page):
+    html = page[0]
+    settings = html.split('id="settings"', 1)[1].split("</section>", 1)[0]
+    row = next(r for r in settings.split("<tr>") if "<td>weighted</td>" in r)
+    assert "alpha=0.5" in row and "first: BM25 (k1=1.2, b=0.75)" in row and "second: LSA (dims=6)" in row
+    assert "alpha" not in next(r for r in settings.split("<tr>") if "<td>RRF</td>" in r)
+    assert retriever_settings(PARAMS["RRF"]) == ("k=60.0, depth=10; first: BM25 (k1=1.2, b=0.75); second: LSA "
+                                                 "(dims=6)")
+
+
+def test_the_rank_table_and_the_diagnosis_agree_on_beyond_depth(helpdesk_collection):
+    from retrievers import WeightedSum
+
+    c = helpdesk_collection
+    systems = [measured("BM25", 0, BM25().index(c).rank(c.query_ids, c.query_texts, 100), c, SHOW),
+               measured("weighted", 1, WeightedSum([BM25(), LSA()], depth=10).index(c).rank(c.query_ids, c.query_texts,
+                                                                                            100), c, SHOW)]
+    summary = summarize(systems, "parent", SHOW, SHOW[3], resamples=200, permutations=200)
+    html = report_html(summary, [], "t", DiagnosisSettings(), {})
+    ranks = html.split('id="ranks"', 1)[1].split("</section>", 1)[0]
+    row = next(r for r in ranks.split("<tr>") if r.startswith("<th>q10</th>"))
+    assert re.findall(r"<td>(.*?)</td>", row) == ["--", "&gt;10"]
+    diagnosis = html.split('id="diagnosis"', 1)[1]
+    assert "<th>q10</th><td>I want my data from yesterday back</td><td>beyond depth 10</td>" in diagnosis
+    assert "<th>q10</th><td>I want my data from yesterday back</td><td>not retrieved</td>" in diagnosis
+
+
+def test_the_diagnosis_folds_and_shows_the_first_failing_questions_with_a_link_to_all(page, study):
+    html = page[0]
+    diagnosis = html.split('id="diagnosis"', 1)[1].split("</section>", 1)[0]
+    assert diagnosis.count("<details>") == len(study.finished) and "<details open" not in diagnosis
+    tables = diagnoses_of(study)[0]
+    for system in study.finished:
+        block = diagnosis.split(f"<summary>{system.name}: ", 1)[1].split("</details>", 1)[0]
+        bad = failing(tables[system.name])
+        assert block.startswith(f"{len(bad)} of 14 questions miss the top 3")
+        assert block.count("<tr>") == 1 + min(len(bad), INLINE_FAILURES)
+        assert f'<a href="diagnosis/job0{system.job}.csv">' in block
+
+
+def test_the_page_needs_nothing_from_outside(page):
+    parsed = page[1]
+    assert "script" not in parsed.tags and "link" not in parsed.tags
+    assert all(src.startswith("data:image/png;base64,") for src in parsed.images) and len(parsed.images) == 3
+    assert all(link.startswith("#") or not re.match(r"[a-z]+:", link) for link in parsed.links)
