@@ -31,8 +31,12 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench
 
+# One worker: a local UI has one user, and every extra worker costs seconds of start-up on a small machine.
+UI_STORE ?= sqlite:///$(CURDIR)/mlflow.db
+UI_PORT ?= 5000
 ui: $(STAMP)
-	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlflow.db --host 127.0.0.1 --port 5000
+	@echo "MLflow UI on http://127.0.0.1:$(UI_PORT) (store $(UI_STORE)); stop with Ctrl-C"
+	$(BIN)/python -m mlflow ui --backend-store-uri $(UI_STORE) --host 127.0.0.1 --port $(UI_PORT) --workers 1
 
 clean:
 	rm -rf $(VENV) outputs multirun

@@ -4,7 +4,8 @@ Each measurement is the real command (``python -m pipeline ...``) in a fresh fol
 cache and an empty, already-migrated MLflow store (creating a store is paid once per store, not per run).
 Reported per command, as medians over ``--repeats``: wall-clock seconds, CPU seconds of the command's process
 tree (steadier than wall time on a shared machine), and the job work MLflow recorded (the sum of the runs'
-``time/*_s`` metrics: loading, indexing, ranking, evaluation, bootstrap). The ratios divide a sweep's figure
+``system/time_*_s`` metrics: loading, indexing, ranking, evaluation, bootstrap). The ratios divide a
+sweep's figure
 by the single run's. The target (issue 6): the basic-launcher sweep costs at most 3x one run.
 """
 
@@ -42,12 +43,12 @@ def empty_store(folder: Path) -> Path:
 
 
 def job_seconds(db: Path) -> float:
-    """Sum of the job runs' ``time/*_s`` metrics in the store (the parent of a sweep has none)."""
+    """Sum of the job runs' ``system/time_*_s`` metrics in the store (the parent of a sweep has none)."""
     code = (
         "import sys; from mlflow import MlflowClient\n"
         f"c = MlflowClient('sqlite:///{db}'); e = c.get_experiment_by_name('rankscope')\n"
         "print(sum(v for r in c.search_runs([e.experiment_id]) for k, v in r.data.metrics.items()"
-        " if k.startswith('time/')))\n"
+        " if k.startswith('system/time_')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     return float(done.stdout.strip().splitlines()[-1])

@@ -1,15 +1,25 @@
 """Metrics: (Run, Qrels, metric specs) -> one row per question; plus bootstrap and significance tests.
 
-Knows nothing of retrievers, Hydra or MLflow.
+Knows nothing of retrievers, Hydra or MLflow (an import contract checks it). The names below are loaded on first
+use, so ``python -m metrics --help`` does not pay for numpy's and pandas' imports.
 """
 
-from metrics.bootstrap import Interval, bootstrap_ci, paired_difference
-from metrics.evaluate import EvalSettings, Evaluation, evaluate
-from metrics.qrels import Qrels
-from metrics.run import Run
-from metrics.spec import MetricSpec, parse_metric, parse_metrics
+from __future__ import annotations
 
-__all__ = [
-    "EvalSettings", "Evaluation", "Interval", "MetricSpec", "Qrels", "Run", "bootstrap_ci", "evaluate",
-    "paired_difference", "parse_metric", "parse_metrics",
-]
+import importlib
+from typing import Any
+
+_WHERE = {
+    "EvalSettings": "metrics.evaluate", "Evaluation": "metrics.evaluate", "Interval": "metrics.bootstrap",
+    "MetricSpec": "metrics.spec", "Qrels": "metrics.qrels", "Run": "metrics.run", "bootstrap_ci": "metrics.bootstrap",
+    "evaluate": "metrics.evaluate", "paired_difference": "metrics.bootstrap", "parse_metric": "metrics.spec",
+    "parse_metrics": "metrics.spec",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'metrics' has no attribute {name!r}")
+    return getattr(importlib.import_module(_WHERE[name]), name)

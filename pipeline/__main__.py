@@ -1,14 +1,48 @@
 """``python -m pipeline [-m] [overrides]``: see docs/configuration.md.
 
-SIGTERM is handled before the heavy imports (Hydra, MLflow, the retrievers) start, so a command stopped while it
-starts says so in one line, like one stopped later (see :mod:`pipeline.common.interrupts`).
+``--help`` is answered here, from the config folder's listing, without importing Hydra, MLflow or the retrievers
+(Hydra's own help, with the composed config, is ``--hydra-help`` and ``--cfg job``). SIGTERM is handled before the
+heavy imports start, so a command stopped while it starts says so in one line, like one stopped later (see
+:mod:`pipeline.common.interrupts`).
 """
 
 import sys
 
 from pipeline.common import interrupts
+from pipeline.config.paths import CONF_DIR
+
+GROUPS = ("corpus", "retriever", "metrics", "experiment", "tracking", "gate", "diagnosis")
+
+
+def help_text() -> str:
+    """The command's usage, its config groups and their options (as the files under ``conf/`` name them)."""
+    options = [f"  {group:<11} {', '.join(sorted(p.stem for p in (CONF_DIR / group).glob('*.yaml')))}"
+               for group in GROUPS if (CONF_DIR / group).is_dir()]
+    return "\n".join([
+        "usage: python -m pipeline [-m] [KEY=VALUE ...] [GROUP=OPTION ...]",
+        "",
+        "Measure a retriever on its own: rank every question of a corpus, score the rankings (hit rate, recall,",
+        "precision, MRR, nDCG, AP) with bootstrap intervals, diagnose the failures and log it all to MLflow.",
+        "With -m, comma-separated values sweep (retriever=bm25,lsa,weighted,rrf retriever.k1=0.6,0.9).",
+        "",
+        f"config groups (GROUP=OPTION; files in {CONF_DIR}):",
+        *options,
+        "",
+        "examples:",
+        "  python -m pipeline                                     BM25 on the embedded help-desk corpus",
+        "  python -m pipeline -m experiment=helpdesk_study        SPEC.md's four retrievers in one sweep",
+        "  python -m pipeline corpus=scifact metrics=beir retriever.k1=0.9 retriever.b=0.4",
+        "  python -m pipeline retriever=custom retriever._target_=MODULE.CLASS   your own retriever",
+        "",
+        "more: python -m pipeline --cfg job (the composed config), --hydra-help (Hydra's options); docs/ in the",
+        "repository (configuration.md, mlflow.md, own-retriever.md ...).",
+    ])
+
 
 if __name__ == "__main__":
+    if any(arg in ("--help", "-h") for arg in sys.argv[1:]):
+        print(help_text())
+        sys.exit(0)
     interrupts.install()
     try:
         from pipeline.app import main

@@ -18,11 +18,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
-from retrievers.text import TermCounts, Tokenizer, term_counts
+if TYPE_CHECKING:  # the module itself stays light: python -m retrievers.cache --help imports no pandas or scipy
+    from retrievers.text import TermCounts, Tokenizer
 
 FORMAT_VERSION = "1"
 DEFAULT_LIMIT_BYTES = 4 * 2**30
@@ -87,6 +88,8 @@ class TermCountCache:
         if counts is not None:
             self.stats["disk_hits"] += 1
         else:
+            from retrievers.text import term_counts
+
             counts = term_counts(doc_ids, texts, tokenizer)
             self.stats["tokenised"] += 1
             if self.directory is not None:
@@ -172,6 +175,10 @@ def _to_arrays(counts: TermCounts) -> dict[str, np.ndarray]:
 
 
 def _from_arrays(arrays: dict[str, np.ndarray]) -> TermCounts:
+    import scipy.sparse as sp
+
+    from retrievers.text import TermCounts
+
     shape = tuple(int(x) for x in arrays["shape"])
     matrix = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=shape)
     return TermCounts(arrays["doc_ids"].astype(object), arrays["vocab"].astype(object), matrix)

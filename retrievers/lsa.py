@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -13,9 +12,8 @@ from sklearn.feature_extraction.text import TfidfTransformer
 from sklearn.preprocessing import normalize
 
 from retrievers.base import Documents, NotIndexedError, ScoringRetriever, counts_of
-from retrievers.text import TermCounts, Tokenizer
+from retrievers.text import TFIDF_STATS, TermCounts, Tokenizer
 
-TFIDF_STATS: Counter = Counter()  # computed / reused
 DEGENERATE = 50  # documents per dimension beyond which an explicit dims is reported as too few
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -68,6 +69,11 @@ class Tokenizer:
         h = hashlib.sha256(f"{self.pattern}\0{self.lowercase}\0".encode())
         h.update("\n".join(sorted(self.stopwords)).encode())
         return h.hexdigest()[:16]
+
+
+# What work derived from term counts was computed or reused in this process (LSA's TF-IDF: retrievers.lsa counts it
+# here, so reading the counts does not import scikit-learn).
+TFIDF_STATS: Counter = Counter()
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,7 @@ def failure_counts(table: pd.DataFrame) -> dict[str, int]:
 
 
 def failure_metrics(table: pd.DataFrame) -> dict[str, int]:
-    """The counts under their MLflow keys: ``system/rankscope/failures/vocabulary_gap`` ..."""
+    """The counts under their MLflow keys: ``system/failures_vocabulary_gap`` ..."""
     return {FAILURES_PREFIX + c: n for c, n in failure_counts(table).items()}
 
 

@@ -84,13 +84,15 @@ DEFAULT_EXPERIMENT = "rankscope"
 # -- MLflow metric names ---------------------------------------------------------------------------------------------
 # A retrieval metric is logged under its MLflow key (``ndcg_at_5``, metrics.spec), its interval's bounds beside it
 # (``ndcg_at_5_ci_lower``, ``ndcg_at_5_ci_upper``: they sort next to the mean, lower first). Everything else a run
-# counts (cache reuse, stage times, question counts, failure classes) is housekeeping under ``system/``, which
-# MLflow's UI charts in its own section after the retrieval metrics, so a new user's first charts are retrieval.
+# counts (cache reuse, stage times, question counts, failure classes) is housekeeping, named ``system/<name>``: the
+# MLflow UI charts exactly that form (one slash) in its "System metrics" section, after the retrieval metrics, while
+# any other prefix (``cache/``, and ``system/a/b`` too) becomes a section of its own listed first.
 LOWER, UPPER = "_ci_lower", "_ci_upper"
-HOUSEKEEPING = "system/rankscope/"
-CACHE_PREFIX = HOUSEKEEPING + "cache/"
-TIME_PREFIX = HOUSEKEEPING + "time/"
-QUESTIONS_PREFIX = HOUSEKEEPING + "questions/"
-JOBS_PREFIX = HOUSEKEEPING + "jobs/"
-FAILURES_PREFIX = HOUSEKEEPING + "failures/"
-DOCUMENTS_METRIC = HOUSEKEEPING + "corpus/documents"
+HOUSEKEEPING = "system/"
+CACHE_PREFIX = HOUSEKEEPING + "cache_"
+TIME_PREFIX = HOUSEKEEPING + "time_"
+QUESTIONS_PREFIX = HOUSEKEEPING + "questions_"
+JOBS_PREFIX = HOUSEKEEPING + "jobs_"
+FAILURES_PREFIX = HOUSEKEEPING + "failures_"
+NOTES_PREFIX = HOUSEKEEPING + "notes_"
+DOCUMENTS_METRIC = HOUSEKEEPING + "documents"

@@ -2,7 +2,7 @@
 
 It runs after the job's evaluation and before anything is written: the classes and their evidence become columns
 of the per-question table (so the CSV, the MLflow table and the end-of-sweep report all carry them), the counts
-join the job's one batch of metrics (``system/rankscope/failures/<class>``), and the per-run plots are saved in the
+join the job's one batch of metrics (``system/failures_<class>``), and the per-run plots are saved in the
 job's folder (and logged as the run's ``plots/*.png``). The rules themselves live in :mod:`pipeline.analysis.diagnosis`.
 """
 
@@ -70,7 +70,7 @@ class JobDiagnosis:
 
 def diagnose_job(result: JobResult, plan: JobPlan, documents: Documents | None = None) -> JobDiagnosis:
     """Diagnose every question of the job with its own tokenizer and ranking depth, and extend ``result``:
-    its per-question table gains the diagnosis columns, its metrics the ``system/rankscope/failures/<class>`` counts.
+    its per-question table gains the diagnosis columns, its metrics the ``system/failures_<class>`` counts.
 
     ``documents``: the corpus as the job's retrievers saw it (through the term-count cache), so the diagnosis
     reads the term counts a lexical retriever already made, and a sweep's later jobs reuse them.

@@ -31,7 +31,7 @@ from pipeline.data.collection import Collection
 from pipeline.data.sources import CorpusSource
 from retrievers import Retriever, Tokenizer
 from retrievers.cache import DEFAULT_LIMIT_BYTES, CachedDocuments, TermCountCache, cache_root, parse_size
-from retrievers.lsa import TFIDF_STATS
+from retrievers.text import TFIDF_STATS
 
 COLLECTIONS_KEPT = 2
 RUNS_BYTES = 512 * 2**20  # rankings kept in memory, least recently used dropped first

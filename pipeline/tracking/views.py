@@ -3,7 +3,9 @@
 MLflow 3's runs table shows no metric column until one is chosen; a saved view (what the UI's "Views > Save as new
 view" writes: an experiment tag ``mlflow.sharedViewState.<key>`` holding the deflated table state) opens with the
 primary metric, its interval and the swept parameters already shown. rankscope saves one per primary metric and
-prints its link (``?viewStateShareKey=<key>``) after each sweep.
+prints its link (``?viewStateShareKey=<key>``) after each sweep. The link also names the UI's "Model training"
+mode (``workflowType=machine_learning``): MLflow 3.17 opens an experiment in its GenAI mode unless told, whatever the
+experiment's kind, and that mode shows traces, not runs.
 """
 
 from __future__ import annotations
@@ -57,4 +59,4 @@ def save_view(client: MlflowClient, experiment_id: str, primary_key: str, primar
 def view_url(uri: str, experiment_id: str, key: str) -> str:
     """The view's address on a tracking server (or on ``mlflow ui``'s default address for a local store)."""
     base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
-    return f"{base}/#/experiments/{experiment_id}?viewStateShareKey={key}"
+    return f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning&viewStateShareKey={key}"

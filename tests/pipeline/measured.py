@@ -38,8 +38,8 @@ def measured(name: str, job: int, run: Run, collection: Collection, specs: list[
     buffer.seek(0)
     read = pd.read_csv(buffer, dtype={"query_id": str}, keep_default_na=False, na_values=[""]).set_index("query_id")
     names = [s.name for s in specs]
-    metrics: dict[str, float] = {"system/rankscope/questions/evaluated": float(len(read)),
-                                   "system/rankscope/corpus/documents": len(collection.doc_ids)}
+    metrics: dict[str, float] = {"system/questions_evaluated": float(len(read)),
+                                   "system/documents": len(collection.doc_ids)}
     for spec, iv in zip(specs, bootstrap_ci(evaluation.per_question[names].to_numpy(np.float64), resamples)):
         metrics.update({spec.mlflow_key: iv.mean, f"{spec.mlflow_key}_ci_lower": iv.low,
                         f"{spec.mlflow_key}_ci_upper": iv.high})

@@ -50,7 +50,7 @@ def test_two_runs_of_the_same_system_are_indistinguishable_with_an_interval_arou
     assert len(table) == 10 and set(table["verdict"]) == {"indistinguishable"}
     assert (table["ci_low"] <= 0).all() and (table["ci_high"] >= 0).all() and (table["difference"] == 0).all()
     assert recorded.data.metrics["ndcg_at_5_difference"] == 0
-    assert recorded.data.metrics["system/rankscope/questions/common"] == 14
+    assert recorded.data.metrics["system/questions_common"] == 14
     assert recorded.info.run_name == "BM25 vs BM25 · helpdesk"
     evaluations = client.get_experiment_by_name("rankscope").experiment_id
     assert client.search_runs([evaluations], "tags.`rankscope.kind` = 'comparison'") == []

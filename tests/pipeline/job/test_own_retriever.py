@@ -29,7 +29,7 @@ from tests.pipeline.config.engines import TantivySearch  # noqa: E402
 
 TANTIVY = "tests.pipeline.config.engines.TantivySearch"
 DEPTH = 100  # conf/config.yaml's depth: what a job asks every engine for
-VARIES = ("system/rankscope/time/", "system/rankscope/cache/")  # timings and reuse counts; nothing else may differ
+VARIES = ("system/time_", "system/cache_")  # timings and reuse counts; nothing else may differ
 
 
 def tantivy_engine(collection) -> TantivySearch:
@@ -72,7 +72,7 @@ def three_routes(folder: Path, collection, corpus: list[str]) -> dict[str, dict]
 def assert_same_figures(found: dict[str, dict], questions: int) -> None:
     reference = found["run_file"]
     metrics = reference["metrics"]
-    assert metrics["system/rankscope/questions/evaluated"] == questions and metrics["ndcg_at_10"] > 0
+    assert metrics["system/questions_evaluated"] == questions and metrics["ndcg_at_10"] > 0
     for route in ("custom", "http"):
         assert found[route]["metrics"] == reference["metrics"], route
         pd.testing.assert_frame_equal(found[route]["table"], reference["table"])
@@ -125,7 +125,7 @@ def test_an_api_key_reaches_the_service_and_nothing_that_is_logged(folder, monke
         assert {headers["Authorization"] for _, headers, _ in server.requests} == {secret}
     found = job(folder, run_id)
     run = found["run"]
-    assert run.info.status == "FINISHED" and found["metrics"]["system/rankscope/questions/evaluated"] == 14
+    assert run.info.status == "FINISHED" and found["metrics"]["system/questions_evaluated"] == 14
     assert run.data.params["retriever.headers.Authorization"] == "RANKSCOPE_TEST_SEARCH_KEY"
     logged = json.dumps([run.data.params, run.data.tags, found["metrics"]])
     assert "9f8e7d6c5b4a" not in logged
@@ -181,7 +181,7 @@ def test_a_service_that_fails_then_recovers_is_measured_after_the_retries(launch
     flaky = [path for path, _, _ in service.requests if path == "/flaky"]
     assert len(flaky) == service.failures + 14  # three 503s, then one answer per question
     (run,) = job_runs(launch_dir)
-    assert run.info.status == "FINISHED" and run.data.metrics["system/rankscope/questions/evaluated"] == 14
+    assert run.info.status == "FINISHED" and run.data.metrics["system/questions_evaluated"] == 14
 
 
 # --- a vector engine: faiss over rankscope's own embeddings -------------------------------------------------------
@@ -201,4 +201,4 @@ def test_faiss_exact_search_over_the_dense_embeddings_scores_as_retriever_dense_
     approximate = job(folder, log_run(folder, "retriever=custom", f"retriever._target_={engine}",
                                       "+retriever.kind=ivf", "+retriever.nlist=4"))
     assert approximate["run"].info.status == "FINISHED"
-    assert approximate["metrics"]["system/rankscope/questions/evaluated"] == 14
+    assert approximate["metrics"]["system/questions_evaluated"] == 14

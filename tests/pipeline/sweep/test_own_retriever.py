@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow  # several sweeps, a process each
 ENGINES = "tests.pipeline.config.engines"
 CUSTOM = ["retriever=custom", f"retriever._target_={ENGINES}.ListSearch"]
 GRID = ["-m", *CUSTOM, "+retriever.min_length=3,4"]
-VARIES = ("system/rankscope/time/", "system/rankscope/cache/")
+VARIES = ("system/time_", "system/cache_")
 
 
 def results(runs: list) -> dict[str, dict[str, float]]:

@@ -217,7 +217,7 @@ def test_failed_trials_are_listed_and_the_search_goes_on(launch_dir):
     done = run_pipeline(launch_dir, *tuning_args(corpus, "retriever.k1=interval(-1.5, 1.0)"))
     assert done.returncode == 0, done.stderr[-3000:]
     _, parent, children = runs(launch_dir)
-    assert parent.info.status == "FINISHED" and parent.data.metrics["system/rankscope/jobs/failed"] == 2
+    assert parent.info.status == "FINISHED" and parent.data.metrics["system/jobs_failed"] == 2
     assert done.stdout.count("FAILED trial") == 2 and "BM25 k1 must be >= 0" in done.stdout
     held_out = next(r for r in children if r.data.tags.get("rankscope.tune.role") == "tuned/holdout")
     assert float(held_out.data.params["retriever.k1"]) >= 0

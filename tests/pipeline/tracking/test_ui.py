@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-from mlflow import MlflowClient
 
 from pipeline.team.tracking_server import ServerSettings, tracking_server
 from tests.pipeline.helpers import run_pipeline
@@ -51,19 +50,9 @@ def wait_for_runs(page) -> None:
     time.sleep(2)
 
 
-def test_the_experiment_opens_on_its_runs_not_on_the_genai_overview(browser_page):
-    page, uri, _, folder = browser_page
-    experiment = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}").get_experiment_by_name("rankscope")
-    page.goto(f"{uri}/#/experiments/{experiment.experiment_id}")
-    wait_for_runs(page)
-    assert "/runs" in page.url
-    assert "bm25_grid" not in page.inner_text("body")  # the parent is named by its swept keys and its corpus
-    assert "· helpdesk" in page.inner_text("body")
-
-
 def test_the_chart_view_starts_with_the_retrieval_metrics(browser_page):
     page, _, view, _ = browser_page
-    page.goto(view.replace("?", "/runs?compareRunsMode=CHART&"))
+    page.goto(view + "&compareRunsMode=CHART")
     wait_for_runs(page)
     time.sleep(5)
     sections = [s.split(" (")[0] for s in page.locator("text=/^.+ \\(\\d+\\)$/").all_inner_texts()]
@@ -75,9 +64,14 @@ def test_the_printed_view_lists_the_children_under_the_parent_with_the_primary_m
     page, _, view, _ = browser_page
     page.goto(view)
     wait_for_runs(page)
+    assert "/runs" in page.url and "Model training" in page.inner_text("body")  # not the GenAI traces overview
     headers = " ".join(page.locator("[role='columnheader']").all_inner_texts())
-    assert "ndcg_at_5" in headers and "retriever.k1" in headers
-    page.locator("[role='row'] button, [role='row'] [role='button']").first.click()  # expand the parent
+    assert "ndcg_at_5" in headers and "ndcg_at_5_ci_lower" in headers and "retriever.k1" in headers
+    rows = page.locator("[role='row']").all_inner_texts()
+    assert any("retriever.k1=0.6,1.2 retriever.b=0.4,0.75 · helpdesk" in r for r in rows), rows  # the parent
+    assert any("helpdesk/test" in r for r in rows)  # the corpus, as the parent's dataset input
+    parent = page.locator("[role='row']", has_text="retriever.k1=0.6,1.2").first
+    parent.locator("button, [role='button']").first.click()  # expand it
     time.sleep(3)
     body = page.inner_text("body")
     assert body.count("· helpdesk") >= 5  # the parent and its four children
