@@ -20,7 +20,7 @@ the last bit, and ties stay ties (broken by document position, ascending).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,6 +34,8 @@ DENSE_SHARE = 16  # terms in at least 1/16 of the documents also get dense 8-bit
 DENSE_MERGE = 8  # essential postings over 1/8 of the documents are summed in a dense array instead of merged
 SCAN_RATIO = 16  # a posting list is read whole when at most this many times longer than the candidate list
 RANK_BLOCK = 256  # frequent terms count their postings per block of this many documents (<= 256: uint8 offsets)
+WHOLE_DOCS = 2**18  # corpora of at most this many documents are scored whole, a term at a time (see top_k)
+SKIP_DOCS = 2**15  # ... and from this many, their frequent terms of small weight are added for candidates only
 
 
 def best_k(docs: np.ndarray, scores: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -62,6 +64,8 @@ class Postings:
     dense_scale: np.ndarray  # ... this step, per frequent term: upper bounds read in one gather
     block_rank: np.ndarray  # (frequent terms x document blocks) uint32: the term's postings before each block
     in_block: np.ndarray  # (frequent terms x documents) uint8: a posting's position counted from its block's first
+    rows: np.ndarray | None  # small corpora only: (frequent terms x documents) float64 weights, 0 where absent
+    kth: dict[int, np.ndarray] = field(default_factory=dict)  # per k: each term's k-th largest weight (NaN: unknown)
 
     @classmethod
     def build(cls, by_term: sp.csr_matrix) -> Postings:
@@ -79,24 +83,32 @@ class Postings:
         dense_row = np.full(n_terms, -1, dtype=np.int64)
         dense_row[frequent] = np.arange(len(frequent))
         scale = top[frequent] * (1 + MARGIN) / 255.0
-        n_blocks = -(-n_docs // RANK_BLOCK)
-        dense = np.zeros((len(frequent), n_docs), dtype=np.uint8)
+        whole = n_docs <= WHOLE_DOCS
+        width = 0 if whole else n_docs  # a corpus scored whole needs no bounds, only the weights themselves
+        n_blocks = -(-width // RANK_BLOCK)
+        dense = np.zeros((len(frequent), width), dtype=np.uint8)
         block_rank = np.zeros((len(frequent), n_blocks), dtype=np.uint32)
-        in_block = np.zeros((len(frequent), n_docs), dtype=np.uint8)
+        in_block = np.zeros((len(frequent), width), dtype=np.uint8)
+        rows = np.zeros((len(frequent), n_docs)) if whole else None
         for row, t in enumerate(frequent.tolist()):
             lo, hi = indptr[t], indptr[t + 1]
             listed = by_term.indices[lo:hi]
+            if rows is not None:
+                rows[row, listed] = by_term.data[lo:hi]
+                continue
             # a weight is > 0, so its bound is at least 1: 0 marks exactly the documents without the term
             dense[row, listed] = np.clip(np.ceil(by_term.data[lo:hi] / scale[row]), 1, 255)
             block = listed // RANK_BLOCK
             np.cumsum(np.bincount(block, minlength=n_blocks)[:-1], out=block_rank[row, 1:])
             in_block[row, listed] = np.arange(hi - lo) - block_rank[row, block]
-        return cls(indptr, by_term.indices, by_term.data, n_docs, top, dense_row, dense, scale, block_rank, in_block)
+        return cls(indptr, by_term.indices, by_term.data, n_docs, top, dense_row, dense, scale, block_rank, in_block,
+                   rows)
 
     def top_k(self, questions: sp.csr_matrix, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents of each question (a row of term indicators) scoring above ``threshold``.
 
-        Returns ``(docs, scores)`` of shape (questions, k), padded with PAD / NaN.
+        Returns ``(docs, scores)`` of shape (questions, k), padded with PAD / NaN. A small corpus (see
+        :meth:`_whole`) is scored whole, a term at a time; a larger one skips what cannot matter (MaxScore).
         """
         questions = questions.tocsr()
         n = questions.shape[0]
@@ -104,17 +116,103 @@ class Postings:
         out_scores = np.full((n, k), np.nan)
         if k == 0:
             return out_docs, out_scores
-        slots = np.full(self.n_docs, -1, dtype=np.int32)  # scratch for lookups, always left at -1
-        sums = np.zeros(self.n_docs)  # scratch for dense sums, always left at 0 (pages are touched only if used)
+        # each question's distinct terms that have postings, ascending: (question, term) pairs sorted
+        asked = np.repeat(np.arange(n, dtype=np.int64), np.diff(questions.indptr))
+        terms = questions.indices.astype(np.int64)
+        keep = (questions.data != 0) & (self.indptr[terms + 1] > self.indptr[terms])
+        pairs = np.unique(asked[keep] * len(self.top) + terms[keep])
+        asked, terms = np.divmod(pairs, len(self.top))
+        ptr = np.searchsorted(asked, np.arange(n + 1)).tolist()
+        whole = self.rows is not None
+        sums = np.zeros(self.n_docs)  # scratch for sums (pages are touched only if used)
+        if whole:
+            bounds = self._kth(np.unique(terms), k)[terms].tolist()
+            starts, ends = self.indptr[terms].tolist(), self.indptr[terms + 1].tolist()
+            dense_rows, tops = self.dense_row[terms].tolist(), self.top[terms].tolist()
+        else:
+            slots = np.full(self.n_docs, -1, dtype=np.int32)  # scratch for lookups, always left at -1
         for i in range(n):
-            row = slice(questions.indptr[i], questions.indptr[i + 1])
-            terms = np.unique(questions.indices[row][questions.data[row] != 0])
-            terms = terms[self.indptr[terms + 1] > self.indptr[terms]]
-            if len(terms):
-                d, s = self._question(terms, k, threshold, slots, sums)
-                out_docs[i, : len(d)] = d
-                out_scores[i, : len(s)] = s
+            if ptr[i] == ptr[i + 1]:
+                continue
+            if whole:
+                at = slice(ptr[i], ptr[i + 1])
+                d, s = self._whole(starts[at], ends[at], dense_rows[at], tops[at], max(bounds[at]), k, threshold,
+                                   sums)
+            else:
+                d, s = self._question(terms[ptr[i] : ptr[i + 1]], k, threshold, slots, sums)
+            out_docs[i, : len(d)] = d
+            out_scores[i, : len(s)] = s
         return out_docs, out_scores
+
+    def _kth(self, terms: np.ndarray, k: int) -> np.ndarray:
+        """Each term's ``k``-th largest weight (0 for a list shorter than ``k``), computed once per term and k.
+
+        A question's scores are sums of non-negative weights, and a rounded sum is never below one of its
+        terms: so its ``k``-th best score is at least the ``k``-th largest weight of each of its terms.
+        """
+        known = self.kth.setdefault(k, np.full(len(self.top), np.nan))
+        for t in terms[np.isnan(known[terms])].tolist():
+            lo, hi = int(self.indptr[t]), int(self.indptr[t + 1])
+            known[t] = np.partition(self.weights[lo:hi], hi - lo - k)[hi - lo - k] if hi - lo >= k else 0.0
+        return known
+
+    def _whole(self, starts: list[int], ends: list[int], rows: list[int], tops: list[float], bound: float, k: int,
+               threshold: float, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` of one question over a small corpus, its terms given in ascending order (list bounds, dense
+        row or -1, maximum weight); ``bound`` is at most its k-th best score, ``sums`` a scratch (overwritten).
+
+        The terms are added in ascending order into ``sums``: a frequent term as a whole row, any other through
+        its postings. On a larger corpus, frequent terms of smallest maxima summing below ``bound`` are left out
+        (a document having only those cannot rank), and added for the remaining candidates only; the few that
+        can still reach the k-th best score are then scored exactly, in term order.
+        """
+        skipped: list[int] = []  # positions of frequent terms left out, smallest maximum first
+        left_out = 0.0  # the sum of their maxima
+        if bound > threshold and self.n_docs >= SKIP_DOCS:
+            for p in sorted(range(len(tops)), key=tops.__getitem__):
+                if rows[p] < 0 or (left_out + tops[p]) * (1 + MARGIN) >= bound:
+                    break
+                skipped.append(p)
+                left_out += tops[p]
+        first = True
+        for p, (lo, hi, row) in enumerate(zip(starts, ends, rows)):
+            if skipped and p in skipped:
+                continue
+            if row >= 0:
+                if first:
+                    sums[:] = self.rows[row]  # 0 + w is w: the same sum as adding to zeros
+                else:
+                    sums += self.rows[row]
+            else:
+                if first:
+                    sums[:] = 0.0
+                sums[self.docs[lo:hi]] += self.weights[lo:hi]
+            first = False
+        if not skipped:  # every sum is exact
+            docs = np.flatnonzero(sums >= bound if bound > threshold else sums > threshold)
+            return best_k(docs, sums[docs], k, threshold)
+        # rounding: a sum here is within a factor (1 + MARGIN) of the exact one, in any order of its terms
+        reach = bound / (1 + MARGIN)
+        docs = np.flatnonzero(sums >= reach - left_out)
+        approx = sums[docs]
+        for p in reversed(skipped):  # largest maxima first: the floor rises fastest
+            approx += self.rows[rows[p]][docs]
+            left_out -= tops[p]
+            keep = approx >= reach - left_out
+            docs, approx = docs[keep], approx[keep]
+        if len(docs) > k:  # the k-th best of these near-exact sums bounds the k-th best score from below
+            kth = float(np.partition(approx, len(docs) - k)[len(docs) - k])
+            keep = approx >= kth / (1 + MARGIN) ** 2
+            docs = docs[keep]
+        exact = np.zeros(len(docs))
+        for lo, hi, row in zip(starts, ends, rows):
+            if row >= 0:
+                exact += self.rows[row][docs]
+                continue
+            listed = self.docs[lo:hi]
+            at = np.minimum(np.searchsorted(listed, docs), hi - lo - 1)
+            exact += np.where(listed[at] == docs, self.weights[lo:hi][at], 0.0)
+        return best_k(docs, exact, k, threshold)
 
     def lookup(self, term: int, docs: np.ndarray, slots: np.ndarray | None) -> np.ndarray:
         """``term``'s weight in each of ``docs`` (sorted, distinct; 0 where absent).
