@@ -34,8 +34,9 @@ DENSE_SHARE = 16  # terms in at least 1/16 of the documents also get dense 8-bit
 DENSE_MERGE = 8  # essential postings over 1/8 of the documents are summed in a dense array instead of merged
 SCAN_RATIO = 16  # a posting list is read whole when at most this many times longer than the candidate list
 RANK_BLOCK = 256  # frequent terms count their postings per block of this many documents (<= 256: uint8 offsets)
-WHOLE_DOCS = 2**18  # corpora of at most this many documents are scored whole, a term at a time (see top_k)
-SKIP_DOCS = 2**15  # ... and from this many, their frequent terms of small weight are added for candidates only
+WHOLE_DOCS = 2**18  # corpora of at most this many documents are scored whole, a term at a time (see _whole)
+EXACT_DOCS = 2**15  # ... below this many, in float64 and term order: exact at once (see _small)
+APPROX = 2.0**-21  # per term, a float32 sum's relative distance from the exact one, with room to spare
 
 
 def best_k(docs: np.ndarray, scores: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -48,6 +49,16 @@ def best_k(docs: np.ndarray, scores: np.ndarray, k: int, threshold: float) -> tu
         docs, scores = docs[keep], scores[keep]
     order = np.lexsort((docs, -scores))[:k]
     return docs[order], scores[order]
+
+
+@dataclass
+class _Flat:
+    """Posting ranges laid end to end: ``at`` holds positions in the index, ``ends`` where each range ends."""
+
+    pairs: np.ndarray  # the (question, term) pair of each range
+    lengths: np.ndarray
+    ends: np.ndarray
+    at: np.ndarray
 
 
 @dataclass
@@ -64,7 +75,8 @@ class Postings:
     dense_scale: np.ndarray  # ... this step, per frequent term: upper bounds read in one gather
     block_rank: np.ndarray  # (frequent terms x document blocks) uint32: the term's postings before each block
     in_block: np.ndarray  # (frequent terms x documents) uint8: a posting's position counted from its block's first
-    rows: np.ndarray | None  # small corpora only: (frequent terms x documents) float64 weights, 0 where absent
+    rows: np.ndarray | None  # small corpora only: (frequent terms x documents) weights, 0 where absent: float64
+    # below EXACT_DOCS documents, else float32 (rounded, never to 0)
     kth: dict[int, np.ndarray] = field(default_factory=dict)  # per k: each term's k-th largest weight (NaN: unknown)
 
     @classmethod
@@ -84,20 +96,23 @@ class Postings:
         dense_row[frequent] = np.arange(len(frequent))
         scale = top[frequent] * (1 + MARGIN) / 255.0
         whole = n_docs <= WHOLE_DOCS
-        width = 0 if whole else n_docs  # a corpus scored whole needs no bounds, only the weights themselves
+        exact = whole and n_docs < EXACT_DOCS
+        width = 0 if exact else n_docs  # exact rows need no positions; MaxScore alone reads the 8-bit bounds
         n_blocks = -(-width // RANK_BLOCK)
-        dense = np.zeros((len(frequent), width), dtype=np.uint8)
+        dense = np.zeros((len(frequent), 0 if whole else n_docs), dtype=np.uint8)
         block_rank = np.zeros((len(frequent), n_blocks), dtype=np.uint32)
         in_block = np.zeros((len(frequent), width), dtype=np.uint8)
-        rows = np.zeros((len(frequent), n_docs)) if whole else None
+        rows = np.zeros((len(frequent), n_docs), dtype=np.float64 if exact else np.float32) if whole else None
+        tiny = np.finfo(np.float32).smallest_subnormal
         for row, t in enumerate(frequent.tolist()):
             lo, hi = indptr[t], indptr[t + 1]
             listed = by_term.indices[lo:hi]
-            if rows is not None:
-                rows[row, listed] = by_term.data[lo:hi]
-                continue
-            # a weight is > 0, so its bound is at least 1: 0 marks exactly the documents without the term
-            dense[row, listed] = np.clip(np.ceil(by_term.data[lo:hi] / scale[row]), 1, 255)
+            if rows is not None:  # > 0 exactly where the term is: a weight never rounds to 0 in float32
+                rows[row, listed] = by_term.data[lo:hi] if exact else np.maximum(by_term.data[lo:hi], tiny)
+                if exact:
+                    continue
+            else:  # a weight is > 0, so its bound is at least 1: 0 marks exactly the documents without the term
+                dense[row, listed] = np.clip(np.ceil(by_term.data[lo:hi] / scale[row]), 1, 255)
             block = listed // RANK_BLOCK
             np.cumsum(np.bincount(block, minlength=n_blocks)[:-1], out=block_rank[row, 1:])
             in_block[row, listed] = np.arange(hi - lo) - block_rank[row, block]
@@ -122,24 +137,18 @@ class Postings:
         keep = (questions.data != 0) & (self.indptr[terms + 1] > self.indptr[terms])
         pairs = np.unique(asked[keep] * len(self.top) + terms[keep])
         asked, terms = np.divmod(pairs, len(self.top))
-        ptr = np.searchsorted(asked, np.arange(n + 1)).tolist()
-        whole = self.rows is not None
-        sums = np.zeros(self.n_docs)  # scratch for sums (pages are touched only if used)
-        if whole:
-            bounds = self._kth(np.unique(terms), k)[terms].tolist()
-            starts, ends = self.indptr[terms].tolist(), self.indptr[terms + 1].tolist()
-            dense_rows, tops = self.dense_row[terms].tolist(), self.top[terms].tolist()
-        else:
-            slots = np.full(self.n_docs, -1, dtype=np.int32)  # scratch for lookups, always left at -1
+        ptr = np.searchsorted(asked, np.arange(n + 1))
+        if self.rows is not None and self.rows.dtype == np.float64:
+            return self._small(terms, ptr, k, threshold, out_docs, out_scores)
+        if self.rows is not None:
+            return self._whole(terms, ptr, k, threshold, out_docs, out_scores)
+        sums = np.zeros(self.n_docs)  # scratch for dense sums, always left at 0 (pages are touched only if used)
+        slots = np.full(self.n_docs, -1, dtype=np.int32)  # scratch for lookups, always left at -1
+        ptr = ptr.tolist()
         for i in range(n):
             if ptr[i] == ptr[i + 1]:
                 continue
-            if whole:
-                at = slice(ptr[i], ptr[i + 1])
-                d, s = self._whole(starts[at], ends[at], dense_rows[at], tops[at], max(bounds[at]), k, threshold,
-                                   sums)
-            else:
-                d, s = self._question(terms[ptr[i] : ptr[i + 1]], k, threshold, slots, sums)
+            d, s = self._question(terms[ptr[i] : ptr[i + 1]], k, threshold, slots, sums)
             out_docs[i, : len(d)] = d
             out_scores[i, : len(s)] = s
         return out_docs, out_scores
@@ -156,63 +165,166 @@ class Postings:
             known[t] = np.partition(self.weights[lo:hi], hi - lo - k)[hi - lo - k] if hi - lo >= k else 0.0
         return known
 
-    def _whole(self, starts: list[int], ends: list[int], rows: list[int], tops: list[float], bound: float, k: int,
-               threshold: float, sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Top ``k`` of one question over a small corpus, its terms given in ascending order (list bounds, dense
-        row or -1, maximum weight); ``bound`` is at most its k-th best score, ``sums`` a scratch (overwritten).
+    def _small(self, terms, ptr, k, threshold, out_docs, out_scores) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` of each question over a small corpus; ``terms`` are the (question, term) pairs, sorted by
+        question then term, question i's starting at ``ptr[i]``.
 
-        The terms are added in ascending order into ``sums``: a frequent term as a whole row, any other through
-        its postings. On a larger corpus, frequent terms of smallest maxima summing below ``bound`` are left out
-        (a document having only those cannot rank), and added for the remaining candidates only; the few that
-        can still reach the k-th best score are then scored exactly, in term order.
+        Every document's exact score is made at once, adding the question's terms in ascending order into a
+        float64 scratch: a frequent term as a whole row, a run of other terms through their postings in one
+        ``np.add.at`` (which adds in the order given, so still term by term). Only documents scoring at least
+        the largest k-th weight of the question's terms (at most its k-th best score, see :meth:`_kth`) are
+        then ranked.
         """
-        skipped: list[int] = []  # positions of frequent terms left out, smallest maximum first
-        left_out = 0.0  # the sum of their maxima
-        if bound > threshold and self.n_docs >= SKIP_DOCS:
-            for p in sorted(range(len(tops)), key=tops.__getitem__):
-                if rows[p] < 0 or (left_out + tops[p]) * (1 + MARGIN) >= bound:
-                    break
-                skipped.append(p)
-                left_out += tops[p]
-        first = True
-        for p, (lo, hi, row) in enumerate(zip(starts, ends, rows)):
-            if skipped and p in skipped:
+        bounds = np.maximum(self._kth(np.unique(terms), k)[terms], threshold).tolist()
+        rows = self.dense_row[terms].tolist()
+        rare = self._rare_postings(terms, self.dense_row[terms] < 0)
+        rare_docs, rare_weights = self.docs[rare.at].astype(np.intp), self.weights[rare.at]
+        ends = np.zeros(len(terms), dtype=np.int64)  # where each pair's postings end in the flat arrays
+        ends[rare.pairs] = rare.ends
+        ends = np.maximum.accumulate(ends).tolist()
+        sums = np.zeros(self.n_docs)  # scratch, overwritten by each question
+        pairs = ptr.tolist()
+        found = []
+        for i in range(len(pairs) - 1):
+            first, last = pairs[i], pairs[i + 1]
+            if first == last:
                 continue
-            if row >= 0:
-                if first:
-                    sums[:] = self.rows[row]  # 0 + w is w: the same sum as adding to zeros
+            run = ends[first - 1] if first else 0  # the start of the postings not added yet
+            started = False  # sums holds this question's first terms (else an earlier question's scores)
+            for p in range(first, last):
+                if rows[p] < 0:
+                    continue
+                if ends[p] > run:  # the terms before this one
+                    if not started:
+                        sums[:] = 0.0
+                    np.add.at(sums, rare_docs[run : ends[p]], rare_weights[run : ends[p]])
+                    run, started = ends[p], True
+                if started:
+                    sums += self.rows[rows[p]]
                 else:
+                    sums[:] = self.rows[rows[p]]  # 0 + w is w: the same as adding to zeros
+                    started = True
+            if ends[last - 1] > run:
+                if not started:
+                    sums[:] = 0.0
+                np.add.at(sums, rare_docs[run : ends[last - 1]], rare_weights[run : ends[last - 1]])
+            bound = max(bounds[first:last])
+            docs = np.flatnonzero(sums >= bound if bound > threshold else sums > threshold)
+            scores = sums[docs]
+            if len(docs) > 2 * k:
+                keep = scores >= np.partition(scores, len(docs) - k)[len(docs) - k]
+                docs, scores = docs[keep], scores[keep]
+            order = np.argsort(-scores, kind="stable")[:k]  # documents are in ascending order: ties stay so
+            found.append((i, docs[order], scores[order]))
+        if found:
+            question = np.concatenate([np.full(len(d), i) for i, d, _ in found])
+            place = np.concatenate([np.arange(len(d)) for _, d, _ in found])
+            out_docs[question, place] = np.concatenate([d for _, d, _ in found])
+            out_scores[question, place] = np.concatenate([s for _, _, s in found])
+        return out_docs, out_scores
+
+    def _whole(self, terms, ptr, k, threshold, out_docs, out_scores) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` of each question over a corpus not too large for rows (see :meth:`_small` for the
+        arguments).
+
+        Each question's terms are summed over every document in float32 (a frequent term as a whole row, any
+        other through its postings), which is cheap. Only documents whose float32 sum, within its rounding,
+        can reach the k-th best (bounded from below by each term's k-th largest weight, then by the k-th best
+        float32 sum) are candidates. Their exact scores are then computed for all questions at once, adding
+        the weights in ascending term order as scipy's product does, and ranked.
+        """
+        bounds = np.maximum(self._kth(np.unique(terms), k)[terms], threshold).tolist()
+        rows = self.dense_row[terms]
+        frequent = np.flatnonzero(rows >= 0)
+        rare = self._rare_postings(terms, rows < 0)  # all questions' other postings, question after question
+        rare_docs, rare_weights = self.docs[rare.at].astype(np.intp), self.weights[rare.at].astype(np.float32)
+        rare_ends = np.searchsorted(rare.pairs, ptr[1:]).tolist()  # where each question's postings end ...
+        rare_ends = np.concatenate(([0], rare.ends))[rare_ends].tolist()  # ... in the flat arrays
+        frequent_ends = np.searchsorted(frequent, ptr).tolist()
+        frequent_rows = rows[frequent].tolist()
+        sums = np.zeros(self.n_docs, dtype=np.float32)  # scratch, overwritten by each question
+        pairs = ptr.tolist()
+        found = []
+        for i in range(len(ptr) - 1):
+            first, last = pairs[i], pairs[i + 1]
+            if first == last:
+                continue
+            # a float32 sum in any order: within ``slack`` of the exact one (relative), whatever the order
+            dense = frequent_rows[frequent_ends[i] : frequent_ends[i + 1]]
+            if dense:
+                sums[:] = self.rows[dense[0]]
+                for row in dense[1:]:
                     sums += self.rows[row]
             else:
-                if first:
-                    sums[:] = 0.0
-                sums[self.docs[lo:hi]] += self.weights[lo:hi]
-            first = False
-        if not skipped:  # every sum is exact
-            docs = np.flatnonzero(sums >= bound if bound > threshold else sums > threshold)
-            return best_k(docs, sums[docs], k, threshold)
-        # rounding: a sum here is within a factor (1 + MARGIN) of the exact one, in any order of its terms
-        reach = bound / (1 + MARGIN)
-        docs = np.flatnonzero(sums >= reach - left_out)
-        approx = sums[docs]
-        for p in reversed(skipped):  # largest maxima first: the floor rises fastest
-            approx += self.rows[rows[p]][docs]
-            left_out -= tops[p]
-            keep = approx >= reach - left_out
-            docs, approx = docs[keep], approx[keep]
-        if len(docs) > k:  # the k-th best of these near-exact sums bounds the k-th best score from below
-            kth = float(np.partition(approx, len(docs) - k)[len(docs) - k])
-            keep = approx >= kth / (1 + MARGIN) ** 2
-            docs = docs[keep]
-        exact = np.zeros(len(docs))
-        for lo, hi, row in zip(starts, ends, rows):
-            if row >= 0:
-                exact += self.rows[row][docs]
-                continue
-            listed = self.docs[lo:hi]
-            at = np.minimum(np.searchsorted(listed, docs), hi - lo - 1)
-            exact += np.where(listed[at] == docs, self.weights[lo:hi][at], 0.0)
-        return best_k(docs, exact, k, threshold)
+                sums[:] = 0.0
+            lo, hi = (rare_ends[i - 1] if i else 0), rare_ends[i]
+            if hi > lo:
+                np.add.at(sums, rare_docs[lo:hi], rare_weights[lo:hi])
+            slack = (last - first + 1) * APPROX
+            docs = np.flatnonzero(sums >= max(bounds[first:last]) * (1 - slack))
+            if len(docs) > k:  # the k-th best float32 sum bounds the k-th best score from below, within rounding
+                approx = sums[docs]
+                kth = float(np.partition(approx, len(docs) - k)[len(docs) - k])
+                docs = docs[approx >= kth * (1 - slack) / (1 + slack)]
+            found.append((i, docs))
+        if not found:
+            return out_docs, out_scores
+        question = np.concatenate([np.full(len(d), i, dtype=np.int64) for i, d in found])
+        docs = np.concatenate([d for _, d in found])
+        scores = self._exact(question, docs, terms, ptr)
+        keep = scores > threshold
+        question, docs, scores = question[keep], docs[keep], scores[keep]
+        order = np.lexsort((docs, -scores, question))
+        question, docs, scores = question[order], docs[order], scores[order]
+        place = np.arange(len(question)) - np.searchsorted(question, question)
+        keep = place < k
+        out_docs[question[keep], place[keep]] = docs[keep]
+        out_scores[question[keep], place[keep]] = scores[keep]
+        return out_docs, out_scores
+
+    def _rare_postings(self, terms: np.ndarray, which: np.ndarray) -> _Flat:
+        """The postings of the (question, term) pairs ``which`` selects, one after the other."""
+        pairs = np.flatnonzero(which)
+        starts = self.indptr[terms[pairs]]
+        lengths = self.indptr[terms[pairs] + 1] - starts
+        ends = np.cumsum(lengths)
+        at = np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
+        return _Flat(pairs, lengths, ends, at)
+
+    def _exact(self, question: np.ndarray, docs: np.ndarray, terms: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+        """Exact scores of (question, document) pairs: the question's weights added in ascending term order.
+
+        A frequent term's weight is found through its row (is the document there?) and its block counts (at
+        which position of the list?); any other term's by searching its postings, all pairs at once.
+        """
+        n_docs = self.n_docs
+        rare = self._rare_postings(terms, self.dense_row[terms] < 0)
+        keys = np.repeat(rare.pairs, rare.lengths) * n_docs + self.docs[rare.at]  # ascending: pairs, then docs
+        at = rare.at
+        scores = np.zeros(len(docs))
+        first = ptr[question]
+        width = ptr[question + 1] - first
+        for j in range(int(width.max()) if len(width) else 0):
+            which = np.flatnonzero(width > j)
+            pair = first[which] + j
+            d = docs[which]
+            row = self.dense_row[terms[pair]]
+            weight = np.zeros(len(which))
+            dense = np.flatnonzero(row >= 0)
+            if len(dense):
+                r, dd = row[dense], d[dense]
+                there = np.flatnonzero(self.rows[r, dd] > 0)
+                r, dd = r[there], dd[there]
+                place = self.block_rank[r, dd // RANK_BLOCK].astype(np.int64) + self.in_block[r, dd]
+                weight[dense[there]] = self.weights[self.indptr[terms[pair[dense[there]]]] + place]
+            sparse = np.flatnonzero(row < 0)
+            if len(sparse) and len(keys):
+                key = pair[sparse] * n_docs + d[sparse]
+                hit = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+                there = keys[hit] == key
+                weight[sparse[there]] = self.weights[at[hit[there]]]
+            scores[which] += weight
+        return scores
 
     def lookup(self, term: int, docs: np.ndarray, slots: np.ndarray | None) -> np.ndarray:
         """``term``'s weight in each of ``docs`` (sorted, distinct; 0 where absent).
