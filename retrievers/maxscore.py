@@ -1,21 +1,28 @@
-"""Exact top-k over sums of posting-list weights, skipping what cannot matter (MaxScore).
+"""Exact top-k over sums of posting-list weights: every document scored on a small corpus, MaxScore on a large one.
 
 The index is a (terms x documents) CSR matrix of non-negative weights; a question is a set of terms and a
-document's score the sum of its weights for those terms. Scoring every document a question touches costs as
-much as its longest posting lists, and frequent terms have long lists but small weights. With a lower bound
-``theta`` on the k-th best score, the question's terms split in two: the *non-essential* ones, the terms of
-smallest maximum weight whose maxima sum below ``theta`` (a document having only those cannot reach the top
-k), and the *essential* rest. Only documents in essential lists are candidates; those whose essential weights
-plus the non-essential maxima still reach ``theta`` are scored exactly. ``theta`` comes from exactly scoring a
-few thousand documents of the lists with the largest weights.
+document's score the sum of its weights for those terms. Exact scores add a document's weights in ascending
+term order, as scipy's sparse product does: they equal its scores to the last bit, and ties stay ties (broken
+by document position, ascending). Which way is cheapest depends on the corpus size:
 
-Frequent terms also keep per-document 8-bit upper bounds of their weights and, per block of documents, the
-count of their postings before it: a weight is then found in a couple of gathers rather than by a binary
-search of a list as long as the corpus.
+- Below ``EXACT_DOCS`` documents, every document's exact score is made at once per question: frequent terms
+  (in at least 1/``DENSE_SHARE`` of the documents) are kept as dense float64 rows and added whole, others
+  through their postings; only documents reaching a lower bound of the k-th best score are ranked.
+- Up to ``WHOLE_DOCS`` documents, the same sums are made in float32 (rows half the size: the cost there is
+  reading them), which picks the few documents that can reach the k-th best score within float32 rounding;
+  their exact scores are then looked up, for all questions at once.
+- Above, scoring every document a question touches costs as much as its longest posting lists, and frequent
+  terms have long lists but small weights. With a lower bound ``theta`` on the k-th best score, the question's
+  terms split in two: the *non-essential* ones, the terms of smallest maximum weight whose maxima sum below
+  ``theta`` (a document having only those cannot reach the top k), and the *essential* rest. Only documents in
+  essential lists are candidates; those whose essential weights plus the non-essential maxima still reach
+  ``theta`` are scored exactly. ``theta`` comes from exactly scoring a few thousand documents of the lists with
+  the largest weights. Frequent terms also keep per-document 8-bit upper bounds of their weights.
 
-Bounds are compared with a small relative margin, so rounding can never hide a result or a tie. Exact scores
-add a document's weights in ascending term order, as scipy's sparse product does: they equal its scores to
-the last bit, and ties stay ties (broken by document position, ascending).
+Frequent terms keep, per block of documents, the count of their postings before it: a weight is then found in
+a couple of gathers rather than by a binary search of a list as long as the corpus. Bounds are compared with a
+relative margin (``MARGIN`` for float64 sums in another order, ``APPROX`` per term for float32 sums), so
+rounding can never hide a result or a tie.
 """
 
 from __future__ import annotations
@@ -34,8 +41,8 @@ DENSE_SHARE = 16  # terms in at least 1/16 of the documents also get dense 8-bit
 DENSE_MERGE = 8  # essential postings over 1/8 of the documents are summed in a dense array instead of merged
 SCAN_RATIO = 16  # a posting list is read whole when at most this many times longer than the candidate list
 RANK_BLOCK = 256  # frequent terms count their postings per block of this many documents (<= 256: uint8 offsets)
-WHOLE_DOCS = 2**18  # corpora of at most this many documents are scored whole, a term at a time (see _whole)
-EXACT_DOCS = 2**15  # ... below this many, in float64 and term order: exact at once (see _small)
+WHOLE_DOCS = 2**18  # corpora of at most this many documents are scored whole (float32 sums, see _whole) ...
+EXACT_DOCS = 2**15  # ... below this many, exactly in float64 (see _small)
 APPROX = 2.0**-21  # per term, a float32 sum's relative distance from the exact one, with room to spare
 
 
@@ -122,8 +129,8 @@ class Postings:
     def top_k(self, questions: sp.csr_matrix, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents of each question (a row of term indicators) scoring above ``threshold``.
 
-        Returns ``(docs, scores)`` of shape (questions, k), padded with PAD / NaN. A small corpus (see
-        :meth:`_whole`) is scored whole, a term at a time; a larger one skips what cannot matter (MaxScore).
+        Returns ``(docs, scores)`` of shape (questions, k), padded with PAD / NaN. A small corpus is scored
+        whole (:meth:`_small`, :meth:`_whole`); a larger one skips what cannot matter (MaxScore).
         """
         questions = questions.tocsr()
         n = questions.shape[0]
@@ -209,7 +216,7 @@ class Postings:
                     sums[:] = 0.0
                 np.add.at(sums, rare_docs[run : ends[last - 1]], rare_weights[run : ends[last - 1]])
             bound = max(bounds[first:last])
-            docs = np.flatnonzero(sums >= bound if bound > threshold else sums > threshold)
+            docs = (sums >= bound if bound > threshold else sums > threshold).nonzero()[0]
             scores = sums[docs]
             if len(docs) > 2 * k:
                 keep = scores >= np.partition(scores, len(docs) - k)[len(docs) - k]
@@ -261,7 +268,7 @@ class Postings:
             if hi > lo:
                 np.add.at(sums, rare_docs[lo:hi], rare_weights[lo:hi])
             slack = (last - first + 1) * APPROX
-            docs = np.flatnonzero(sums >= max(bounds[first:last]) * (1 - slack))
+            docs = (sums >= max(bounds[first:last]) * (1 - slack)).nonzero()[0]
             if len(docs) > k:  # the k-th best float32 sum bounds the k-th best score from below, within rounding
                 approx = sums[docs]
                 kth = float(np.partition(approx, len(docs) - k)[len(docs) - k])
@@ -271,7 +278,7 @@ class Postings:
             return out_docs, out_scores
         question = np.concatenate([np.full(len(d), i, dtype=np.int64) for i, d in found])
         docs = np.concatenate([d for _, d in found])
-        scores = self._exact(question, docs, terms, ptr)
+        scores = self._exact(question, docs, terms, ptr, rare, rare_docs)
         keep = scores > threshold
         question, docs, scores = question[keep], docs[keep], scores[keep]
         order = np.lexsort((docs, -scores, question))
@@ -291,39 +298,46 @@ class Postings:
         at = np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
         return _Flat(pairs, lengths, ends, at)
 
-    def _exact(self, question: np.ndarray, docs: np.ndarray, terms: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    def _exact(self, question: np.ndarray, docs: np.ndarray, terms: np.ndarray, ptr: np.ndarray, rare: _Flat,
+               rare_docs: np.ndarray) -> np.ndarray:
         """Exact scores of (question, document) pairs: the question's weights added in ascending term order.
 
         A frequent term's weight is found through its row (is the document there?) and its block counts (at
-        which position of the list?); any other term's by searching its postings, all pairs at once.
+        which position of the list?); any other term's by searching the postings of the pairs ``rare`` (their
+        documents ``rare_docs``), all pairs at once.
         """
         n_docs = self.n_docs
-        rare = self._rare_postings(terms, self.dense_row[terms] < 0)
-        keys = np.repeat(rare.pairs, rare.lengths) * n_docs + self.docs[rare.at]  # ascending: pairs, then docs
-        at = rare.at
-        scores = np.zeros(len(docs))
         first = ptr[question]
         width = ptr[question + 1] - first
-        for j in range(int(width.max()) if len(width) else 0):
-            which = np.flatnonzero(width > j)
-            pair = first[which] + j
-            d = docs[which]
-            row = self.dense_row[terms[pair]]
-            weight = np.zeros(len(which))
-            dense = np.flatnonzero(row >= 0)
-            if len(dense):
-                r, dd = row[dense], d[dense]
-                there = np.flatnonzero(self.rows[r, dd] > 0)
-                r, dd = r[there], dd[there]
-                place = self.block_rank[r, dd // RANK_BLOCK].astype(np.int64) + self.in_block[r, dd]
-                weight[dense[there]] = self.weights[self.indptr[terms[pair[dense[there]]]] + place]
-            sparse = np.flatnonzero(row < 0)
-            if len(sparse) and len(keys):
-                key = pair[sparse] * n_docs + d[sparse]
-                hit = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
-                there = keys[hit] == key
-                weight[sparse[there]] = self.weights[at[hit[there]]]
-            scores[which] += weight
+        before = np.cumsum(width) - width
+        each = np.repeat(np.arange(len(docs)), width)  # one entry per (pair, question term), term order within
+        position = np.arange(int(width.sum())) - before[each]
+        pair = first[each] + position
+        doc = docs[each]
+        row = self.dense_row[terms[pair]]
+        weight = np.zeros(len(pair))
+        dense = np.flatnonzero(row >= 0)
+        if len(dense):
+            r, d = row[dense], doc[dense]
+            cell = r * n_docs + d
+            there = np.flatnonzero(self.rows.ravel()[cell] > 0)
+            r, d, cell, dense = r[there], d[there], cell[there], dense[there]
+            n_blocks = self.block_rank.shape[1]
+            place = self.block_rank.ravel()[r * n_blocks + d // RANK_BLOCK].astype(np.int64)
+            place += self.in_block.ravel()[cell]
+            weight[dense] = self.weights[self.indptr[terms[pair[dense]]] + place]
+        sparse = np.flatnonzero(row < 0)
+        if len(sparse):
+            keys = np.repeat(rare.pairs * n_docs, rare.lengths) + rare_docs  # ascending: pairs, then documents
+            key = pair[sparse] * n_docs + doc[sparse]
+            hit = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
+            there = keys[hit] == key
+            weight[sparse[there]] = self.weights[rare.at[hit[there]]]
+        by_position = np.zeros((int(width.max()), len(docs)))
+        by_position[position, each] = weight
+        scores = by_position[0].copy()
+        for more in by_position[1:]:  # 0 + w is w, and adding 0 changes nothing: the sum in term order
+            scores += more
         return scores
 
     def lookup(self, term: int, docs: np.ndarray, slots: np.ndarray | None) -> np.ndarray:
