@@ -5,12 +5,11 @@ document's score the sum of its weights for those terms. Exact scores add a docu
 term order, as scipy's sparse product does: they equal its scores to the last bit, and ties stay ties (broken
 by document position, ascending). Which way is cheapest depends on the corpus size:
 
-- Below ``EXACT_DOCS`` documents, every document's exact score is made at once per question: frequent terms
-  (in at least 1/``DENSE_SHARE`` of the documents) are kept as dense float64 rows and added whole, others
-  through their postings; only documents reaching a lower bound of the k-th best score are ranked.
-- Up to ``WHOLE_DOCS`` documents, the same sums are made in float32 (rows half the size: the cost there is
-  reading them), which picks the few documents that can reach the k-th best score within float32 rounding;
-  their exact scores are then looked up, for all questions at once.
+- Up to ``WHOLE_DOCS`` documents, every document's exact score is made at once per question, the terms added
+  in ascending order into a float64 array: frequent terms (in at least 1/``DENSE_SHARE`` of the documents)
+  are kept as dense rows and added whole, the others through their postings. Only documents reaching a lower
+  bound of the k-th best score are then ranked. Per question this is a handful of array operations, each
+  over the corpus or a short list: cheaper than skipping anything when the corpus is small.
 - Above, scoring every document a question touches costs as much as its longest posting lists, and frequent
   terms have long lists but small weights. With a lower bound ``theta`` on the k-th best score, the question's
   terms split in two: the *non-essential* ones, the terms of smallest maximum weight whose maxima sum below
@@ -21,8 +20,8 @@ by document position, ascending). Which way is cheapest depends on the corpus si
 
 Frequent terms keep, per block of documents, the count of their postings before it: a weight is then found in
 a couple of gathers rather than by a binary search of a list as long as the corpus. Bounds are compared with a
-relative margin (``MARGIN`` for float64 sums in another order, ``APPROX`` per term for float32 sums), so
-rounding can never hide a result or a tie.
+relative margin (``MARGIN``: sums in another order may differ in the last bits), so rounding can never hide a
+result or a tie.
 """
 
 from __future__ import annotations
@@ -41,9 +40,7 @@ DENSE_SHARE = 16  # terms in at least 1/16 of the documents also get dense 8-bit
 DENSE_MERGE = 8  # essential postings over 1/8 of the documents are summed in a dense array instead of merged
 SCAN_RATIO = 16  # a posting list is read whole when at most this many times longer than the candidate list
 RANK_BLOCK = 256  # frequent terms count their postings per block of this many documents (<= 256: uint8 offsets)
-WHOLE_DOCS = 2**18  # corpora of at most this many documents are scored whole (float32 sums, see _whole) ...
-EXACT_DOCS = 2**15  # ... below this many, exactly in float64 (see _small)
-APPROX = 2.0**-21  # per term, a float32 sum's relative distance from the exact one, with room to spare
+WHOLE_DOCS = 2**18  # corpora of at most this many documents are scored whole, frequent terms as rows (_whole)
 
 
 def best_k(docs: np.ndarray, scores: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -82,8 +79,7 @@ class Postings:
     dense_scale: np.ndarray  # ... this step, per frequent term: upper bounds read in one gather
     block_rank: np.ndarray  # (frequent terms x document blocks) uint32: the term's postings before each block
     in_block: np.ndarray  # (frequent terms x documents) uint8: a posting's position counted from its block's first
-    rows: np.ndarray | None  # small corpora only: (frequent terms x documents) weights, 0 where absent: float64
-    # below EXACT_DOCS documents, else float32 (rounded, never to 0)
+    rows: np.ndarray | None  # small corpora only: (frequent terms x documents) float64 weights, 0 where absent
     kth: dict[int, np.ndarray] = field(default_factory=dict)  # per k: each term's k-th largest weight (NaN: unknown)
 
     @classmethod
@@ -103,23 +99,20 @@ class Postings:
         dense_row[frequent] = np.arange(len(frequent))
         scale = top[frequent] * (1 + MARGIN) / 255.0
         whole = n_docs <= WHOLE_DOCS
-        exact = whole and n_docs < EXACT_DOCS
-        width = 0 if exact else n_docs  # exact rows need no positions; MaxScore alone reads the 8-bit bounds
+        width = 0 if whole else n_docs  # rows hold the weights themselves: no bounds, no positions needed
         n_blocks = -(-width // RANK_BLOCK)
-        dense = np.zeros((len(frequent), 0 if whole else n_docs), dtype=np.uint8)
+        dense = np.zeros((len(frequent), width), dtype=np.uint8)
         block_rank = np.zeros((len(frequent), n_blocks), dtype=np.uint32)
         in_block = np.zeros((len(frequent), width), dtype=np.uint8)
-        rows = np.zeros((len(frequent), n_docs), dtype=np.float64 if exact else np.float32) if whole else None
-        tiny = np.finfo(np.float32).smallest_subnormal
+        rows = np.zeros((len(frequent), n_docs)) if whole else None
         for row, t in enumerate(frequent.tolist()):
             lo, hi = indptr[t], indptr[t + 1]
             listed = by_term.indices[lo:hi]
-            if rows is not None:  # > 0 exactly where the term is: a weight never rounds to 0 in float32
-                rows[row, listed] = by_term.data[lo:hi] if exact else np.maximum(by_term.data[lo:hi], tiny)
-                if exact:
-                    continue
-            else:  # a weight is > 0, so its bound is at least 1: 0 marks exactly the documents without the term
-                dense[row, listed] = np.clip(np.ceil(by_term.data[lo:hi] / scale[row]), 1, 255)
+            if rows is not None:
+                rows[row, listed] = by_term.data[lo:hi]
+                continue
+            # a weight is > 0, so its bound is at least 1: 0 marks exactly the documents without the term
+            dense[row, listed] = np.clip(np.ceil(by_term.data[lo:hi] / scale[row]), 1, 255)
             block = listed // RANK_BLOCK
             np.cumsum(np.bincount(block, minlength=n_blocks)[:-1], out=block_rank[row, 1:])
             in_block[row, listed] = np.arange(hi - lo) - block_rank[row, block]
@@ -130,7 +123,7 @@ class Postings:
         """Top ``k`` documents of each question (a row of term indicators) scoring above ``threshold``.
 
         Returns ``(docs, scores)`` of shape (questions, k), padded with PAD / NaN. A small corpus is scored
-        whole (:meth:`_small`, :meth:`_whole`); a larger one skips what cannot matter (MaxScore).
+        whole (:meth:`_whole`); a larger one skips what cannot matter (MaxScore).
         """
         questions = questions.tocsr()
         n = questions.shape[0]
@@ -145,8 +138,6 @@ class Postings:
         pairs = np.unique(asked[keep] * len(self.top) + terms[keep])
         asked, terms = np.divmod(pairs, len(self.top))
         ptr = np.searchsorted(asked, np.arange(n + 1))
-        if self.rows is not None and self.rows.dtype == np.float64:
-            return self._small(terms, ptr, k, threshold, out_docs, out_scores)
         if self.rows is not None:
             return self._whole(terms, ptr, k, threshold, out_docs, out_scores)
         sums = np.zeros(self.n_docs)  # scratch for dense sums, always left at 0 (pages are touched only if used)
@@ -172,7 +163,7 @@ class Postings:
             known[t] = np.partition(self.weights[lo:hi], hi - lo - k)[hi - lo - k] if hi - lo >= k else 0.0
         return known
 
-    def _small(self, terms, ptr, k, threshold, out_docs, out_scores) -> tuple[np.ndarray, np.ndarray]:
+    def _whole(self, terms, ptr, k, threshold, out_docs, out_scores) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` of each question over a small corpus; ``terms`` are the (question, term) pairs, sorted by
         question then term, question i's starting at ``ptr[i]``.
 
@@ -230,65 +221,6 @@ class Postings:
             out_scores[question, place] = np.concatenate([s for _, _, s in found])
         return out_docs, out_scores
 
-    def _whole(self, terms, ptr, k, threshold, out_docs, out_scores) -> tuple[np.ndarray, np.ndarray]:
-        """Top ``k`` of each question over a corpus not too large for rows (see :meth:`_small` for the
-        arguments).
-
-        Each question's terms are summed over every document in float32 (a frequent term as a whole row, any
-        other through its postings), which is cheap. Only documents whose float32 sum, within its rounding,
-        can reach the k-th best (bounded from below by each term's k-th largest weight, then by the k-th best
-        float32 sum) are candidates. Their exact scores are then computed for all questions at once, adding
-        the weights in ascending term order as scipy's product does, and ranked.
-        """
-        bounds = np.maximum(self._kth(np.unique(terms), k)[terms], threshold).tolist()
-        rows = self.dense_row[terms]
-        frequent = np.flatnonzero(rows >= 0)
-        rare = self._rare_postings(terms, rows < 0)  # all questions' other postings, question after question
-        rare_docs, rare_weights = self.docs[rare.at].astype(np.intp), self.weights[rare.at].astype(np.float32)
-        rare_ends = np.searchsorted(rare.pairs, ptr[1:]).tolist()  # where each question's postings end ...
-        rare_ends = np.concatenate(([0], rare.ends))[rare_ends].tolist()  # ... in the flat arrays
-        frequent_ends = np.searchsorted(frequent, ptr).tolist()
-        frequent_rows = rows[frequent].tolist()
-        sums = np.zeros(self.n_docs, dtype=np.float32)  # scratch, overwritten by each question
-        pairs = ptr.tolist()
-        found = []
-        for i in range(len(ptr) - 1):
-            first, last = pairs[i], pairs[i + 1]
-            if first == last:
-                continue
-            # a float32 sum in any order: within ``slack`` of the exact one (relative), whatever the order
-            dense = frequent_rows[frequent_ends[i] : frequent_ends[i + 1]]
-            if dense:
-                sums[:] = self.rows[dense[0]]
-                for row in dense[1:]:
-                    sums += self.rows[row]
-            else:
-                sums[:] = 0.0
-            lo, hi = (rare_ends[i - 1] if i else 0), rare_ends[i]
-            if hi > lo:
-                np.add.at(sums, rare_docs[lo:hi], rare_weights[lo:hi])
-            slack = (last - first + 1) * APPROX
-            docs = (sums >= max(bounds[first:last]) * (1 - slack)).nonzero()[0]
-            if len(docs) > k:  # the k-th best float32 sum bounds the k-th best score from below, within rounding
-                approx = sums[docs]
-                kth = float(np.partition(approx, len(docs) - k)[len(docs) - k])
-                docs = docs[approx >= kth * (1 - slack) / (1 + slack)]
-            found.append((i, docs))
-        if not found:
-            return out_docs, out_scores
-        question = np.concatenate([np.full(len(d), i, dtype=np.int64) for i, d in found])
-        docs = np.concatenate([d for _, d in found])
-        scores = self._exact(question, docs, terms, ptr, rare, rare_docs)
-        keep = scores > threshold
-        question, docs, scores = question[keep], docs[keep], scores[keep]
-        order = np.lexsort((docs, -scores, question))
-        question, docs, scores = question[order], docs[order], scores[order]
-        place = np.arange(len(question)) - np.searchsorted(question, question)
-        keep = place < k
-        out_docs[question[keep], place[keep]] = docs[keep]
-        out_scores[question[keep], place[keep]] = scores[keep]
-        return out_docs, out_scores
-
     def _rare_postings(self, terms: np.ndarray, which: np.ndarray) -> _Flat:
         """The postings of the (question, term) pairs ``which`` selects, one after the other."""
         pairs = np.flatnonzero(which)
@@ -297,48 +229,6 @@ class Postings:
         ends = np.cumsum(lengths)
         at = np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
         return _Flat(pairs, lengths, ends, at)
-
-    def _exact(self, question: np.ndarray, docs: np.ndarray, terms: np.ndarray, ptr: np.ndarray, rare: _Flat,
-               rare_docs: np.ndarray) -> np.ndarray:
-        """Exact scores of (question, document) pairs: the question's weights added in ascending term order.
-
-        A frequent term's weight is found through its row (is the document there?) and its block counts (at
-        which position of the list?); any other term's by searching the postings of the pairs ``rare`` (their
-        documents ``rare_docs``), all pairs at once.
-        """
-        n_docs = self.n_docs
-        first = ptr[question]
-        width = ptr[question + 1] - first
-        before = np.cumsum(width) - width
-        each = np.repeat(np.arange(len(docs)), width)  # one entry per (pair, question term), term order within
-        position = np.arange(int(width.sum())) - before[each]
-        pair = first[each] + position
-        doc = docs[each]
-        row = self.dense_row[terms[pair]]
-        weight = np.zeros(len(pair))
-        dense = np.flatnonzero(row >= 0)
-        if len(dense):
-            r, d = row[dense], doc[dense]
-            cell = r * n_docs + d
-            there = np.flatnonzero(self.rows.ravel()[cell] > 0)
-            r, d, cell, dense = r[there], d[there], cell[there], dense[there]
-            n_blocks = self.block_rank.shape[1]
-            place = self.block_rank.ravel()[r * n_blocks + d // RANK_BLOCK].astype(np.int64)
-            place += self.in_block.ravel()[cell]
-            weight[dense] = self.weights[self.indptr[terms[pair[dense]]] + place]
-        sparse = np.flatnonzero(row < 0)
-        if len(sparse):
-            keys = np.repeat(rare.pairs * n_docs, rare.lengths) + rare_docs  # ascending: pairs, then documents
-            key = pair[sparse] * n_docs + doc[sparse]
-            hit = np.minimum(np.searchsorted(keys, key), len(keys) - 1)
-            there = keys[hit] == key
-            weight[sparse[there]] = self.weights[rare.at[hit[there]]]
-        by_position = np.zeros((int(width.max()), len(docs)))
-        by_position[position, each] = weight
-        scores = by_position[0].copy()
-        for more in by_position[1:]:  # 0 + w is w, and adding 0 changes nothing: the sum in term order
-            scores += more
-        return scores
 
     def lookup(self, term: int, docs: np.ndarray, slots: np.ndarray | None) -> np.ndarray:
         """``term``'s weight in each of ``docs`` (sorted, distinct; 0 where absent).

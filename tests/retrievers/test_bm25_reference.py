@@ -71,8 +71,7 @@ def test_top_100_and_scores_agree_with_bm25s(scifact, tokens, k1, b):
     assert compared > 0.9 * DEPTH * len(scifact.query_ids)  # nearly every question has 100 results
 
 
-@pytest.mark.parametrize("path", [{}, {"EXACT_DOCS": 0}, {"WHOLE_DOCS": 0}], ids=["exact rows", "float32 rows",
-                                                                                 "MaxScore"])
+@pytest.mark.parametrize("path", [{}, {"WHOLE_DOCS": 0}], ids=["whole", "MaxScore"])
 @pytest.mark.parametrize(("k1", "b"), [(1.2, 0.75), (0.9, 0.4)])
 def test_ranking_equals_exhaustive_scoring(scifact, k1, b, path, monkeypatch):
     """Each search path (see retrievers.maxscore) returns exactly what sorting every document's score gives."""

@@ -104,14 +104,10 @@ def test_maxscore_crafted_ties_and_threshold(maxscore_settings):
 
 
 SETTINGS = {
-    # small corpora: every document scored, exactly in float64 (frequent terms as rows, other runs via add.at)
-    "exact rows": {},
-    "exact rows, no frequent term": {"DENSE_SHARE": 0},
-    "exact rows, every term frequent": {"DENSE_SHARE": 10**9},
-    # mid-size corpora: float32 sums pick the candidates, whose exact scores are then looked up
-    "float32 rows": {"EXACT_DOCS": 0},
-    "float32 rows, no frequent term": {"EXACT_DOCS": 0, "DENSE_SHARE": 0},
-    "float32 rows, every term frequent, tiny rank blocks": {"EXACT_DOCS": 0, "DENSE_SHARE": 10**9, "RANK_BLOCK": 3},
+    # small corpora: every document scored in float64 (frequent terms as rows, runs of others via add.at)
+    "whole": {},
+    "whole, no frequent term": {"DENSE_SHARE": 0},
+    "whole, every term frequent": {"DENSE_SHARE": 10**9},
     # large corpora: MaxScore over the posting lists
     "MaxScore": {"WHOLE_DOCS": 0},
     "MaxScore, tiny seed": {"WHOLE_DOCS": 0, "SEED_POSTINGS": 3, "SEED_DOCS": 2},
@@ -157,8 +153,8 @@ def test_maxscore_equals_a_plain_sort_of_the_full_product(seed, maxscore_setting
 @pytest.mark.parametrize("seed", range(3))
 def test_scores_are_summed_in_term_order_and_ranked_exactly(seed, spread, maxscore_settings):
     """Weights that are not binary fractions: a sum's last bits depend on the order of its terms, so every path
-    must add them in ascending term order, as the product does. With weights a few float32 ulps apart, float32
-    sums tie or swap near the k-th score: only exact scores may order the documents."""
+    must add them in ascending term order, as the product does; weights a few float32 ulps apart leave only the
+    exact scores to order the documents."""
     rng = np.random.default_rng(seed)
     n_terms, n_docs = 12, 400
     present = rng.random((n_terms, n_docs)) < rng.permutation(np.linspace(0.95, 0.02, n_terms))[:, None]
