@@ -41,6 +41,7 @@ DENSE_MERGE = 8  # essential postings over 1/8 of the documents are summed in a 
 SCAN_RATIO = 16  # a posting list is read whole when at most this many times longer than the candidate list
 RANK_BLOCK = 256  # frequent terms count their postings per block of this many documents (<= 256: uint8 offsets)
 WHOLE_DOCS = 2**18  # corpora of at most this many documents are scored whole, frequent terms as rows (_whole)
+RARE_POSTINGS = 2**21  # ... the other terms' postings laid out flat for at most this many at a time (memory)
 
 
 def best_k(docs: np.ndarray, scores: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -60,7 +61,6 @@ class _Flat:
     """Posting ranges laid end to end: ``at`` holds positions in the index, ``ends`` where each range ends."""
 
     pairs: np.ndarray  # the (question, term) pair of each range
-    lengths: np.ndarray
     ends: np.ndarray
     at: np.ndarray
 
@@ -173,6 +173,21 @@ class Postings:
         the largest k-th weight of the question's terms (at most its k-th best score, see :meth:`_kth`) are
         then ranked.
         """
+        # questions a block at a time, so that the postings laid out flat stay within RARE_POSTINGS
+        lengths = np.where(self.dense_row[terms] < 0, self.indptr[terms + 1] - self.indptr[terms], 0)
+        spread = np.concatenate(([0], np.cumsum(lengths)))[ptr]  # postings before each question
+        start = 0
+        while start < len(ptr) - 1:
+            stop = max(start + 1, int(np.searchsorted(spread, spread[start] + RARE_POSTINGS, side="right")) - 1)
+            stop = min(stop, len(ptr) - 1)
+            block = slice(ptr[start], ptr[stop])
+            self._whole_block(terms[block], ptr[start : stop + 1] - ptr[start], k, threshold,
+                              out_docs[start:stop], out_scores[start:stop])
+            start = stop
+        return out_docs, out_scores
+
+    def _whole_block(self, terms, ptr, k, threshold, out_docs, out_scores) -> None:
+        """:meth:`_whole` for a block of questions, writing into ``out_docs`` and ``out_scores`` (views)."""
         bounds = np.maximum(self._kth(np.unique(terms), k)[terms], threshold).tolist()
         rows = self.dense_row[terms].tolist()
         rare = self._rare_postings(terms, self.dense_row[terms] < 0)
@@ -219,7 +234,6 @@ class Postings:
             place = np.concatenate([np.arange(len(d)) for _, d, _ in found])
             out_docs[question, place] = np.concatenate([d for _, d, _ in found])
             out_scores[question, place] = np.concatenate([s for _, _, s in found])
-        return out_docs, out_scores
 
     def _rare_postings(self, terms: np.ndarray, which: np.ndarray) -> _Flat:
         """The postings of the (question, term) pairs ``which`` selects, one after the other."""
@@ -228,7 +242,7 @@ class Postings:
         lengths = self.indptr[terms[pairs] + 1] - starts
         ends = np.cumsum(lengths)
         at = np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
-        return _Flat(pairs, lengths, ends, at)
+        return _Flat(pairs, ends, at)
 
     def lookup(self, term: int, docs: np.ndarray, slots: np.ndarray | None) -> np.ndarray:
         """``term``'s weight in each of ``docs`` (sorted, distinct; 0 where absent).

@@ -108,6 +108,8 @@ SETTINGS = {
     "whole": {},
     "whole, no frequent term": {"DENSE_SHARE": 0},
     "whole, every term frequent": {"DENSE_SHARE": 10**9},
+    "whole, a question at a time": {"RARE_POSTINGS": 0},
+    "whole, blocks of questions": {"RARE_POSTINGS": 50},
     # large corpora: MaxScore over the posting lists
     "MaxScore": {"WHOLE_DOCS": 0},
     "MaxScore, tiny seed": {"WHOLE_DOCS": 0, "SEED_POSTINGS": 3, "SEED_DOCS": 2},
