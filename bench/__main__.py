@@ -31,6 +31,9 @@ def parse_sizes(text: str) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--sizes", default="10k,100k,1m", help="synthetic corpus sizes (default: 10k,100k,1m)")
+    parser.add_argument("--heavy-sizes", default="10k,100k,1m",
+                        help="sizes of the heavy workload (issue 15; default: 10k,100k,1m; '' to skip)")
+    parser.add_argument("--duel-rounds", type=int, default=3, help="rounds each system answers in the duels")
     parser.add_argument("--questions", default="1000,10000",
                         help="questions for the end-to-end figure, then for steady-state throughput")
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per measurement (median kept)")
@@ -47,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.questions, args.repeats, args.repeats_1m = "10k", "200,1000", 1, 1
+        args.heavy_sizes = "10k"
     first, steady = (int(x) for x in args.questions.split(","))
     report.REUSE = args.reuse
     table = run_all(
@@ -59,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         metrics=not args.no_metrics,
         metric_questions=2_000 if args.quick else 10_000,
         work=args.work,
+        heavy_sizes=[] if args.no_bm25 else parse_sizes(args.heavy_sizes),
+        duel_rounds=args.duel_rounds,
     )
     print(table)
     args.out.write_text(table)

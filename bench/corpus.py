@@ -9,6 +9,7 @@ import numpy as np
 from retrievers.text import default_stopwords
 
 ALPHABET = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+HEAVY_VOCAB = 50_000  # the heavy workload's vocabulary size
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,27 @@ def _zipf_texts(rng: np.random.Generator, vocab: np.ndarray, cdf: np.ndarray, le
     ends = np.cumsum(lengths)
     starts = ends - lengths
     return [" ".join(tokens[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+
+
+def heavy(n_docs: int, n_queries: int = 1_000, seed: int = 0) -> Synthetic:
+    """The heavy workload: a Zipf vocabulary of exactly 50,000 terms with exponent 1.0, document lengths
+    log-normal with mean 60 (sigma 0.5, clipped to 5-600), and questions of 1 + Poisson(5) terms drawn from the
+    same law. No word is a stop word, so every drawn token is indexed; the top term is in about 97% of the
+    documents, so most questions touch nearly the whole corpus (the hard case for pruned top-k)."""
+    rng = np.random.default_rng(seed)
+    vocab = words(HEAVY_VOCAB + 100)[:HEAVY_VOCAB]  # a few spare ranks make up for the stop words dropped
+    weights = 1.0 / np.arange(1, HEAVY_VOCAB + 1, dtype=np.float64)
+    cdf = np.cumsum(weights / weights.sum())
+    sigma = 0.5
+    doc_lens = np.clip(rng.lognormal(np.log(60.0) - sigma**2 / 2, sigma, n_docs), 5, 600).astype(np.int64)
+    query_lens = 1 + rng.poisson(5.0, n_queries)
+    width = len(str(max(n_docs, n_queries)))
+    return Synthetic(
+        [f"d{i:0{width}d}" for i in range(n_docs)],
+        _zipf_texts(rng, vocab, cdf, doc_lens),
+        [f"q{i:0{width}d}" for i in range(n_queries)],
+        _zipf_texts(rng, vocab, cdf, query_lens),
+    )
 
 
 def synthetic(

@@ -1,10 +1,9 @@
 """BM25, Lucene flavour (SPEC.md): idf = ln(1 + (N - df + 0.5) / (df + 0.5)), each distinct query term once.
 
-Ranking is exact and never scores the whole corpus when it need not: documents are cut into blocks of
-``2**BLOCK_BITS`` consecutive ids, and every term with a long posting list keeps, per block, the largest weight
-it has there. A question's bound for a block is the sum of its terms' block maxima; blocks are scored exactly in
-order of decreasing bound until the next bound is below the k-th best score found, so a skipped block cannot
-hold a result, not even a tie (see :mod:`retrievers.maxscore`).
+Ranking is exact: its scores equal those of the sparse product of questions and weights to the last bit, and
+ties are broken by document id ascending. How it avoids scoring what cannot matter depends on the corpus size
+(see :mod:`retrievers.maxscore`): a small corpus is scored whole with frequent terms as dense rows, a large one
+by MaxScore over the posting lists.
 """
 
 from __future__ import annotations

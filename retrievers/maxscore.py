@@ -1,26 +1,32 @@
-"""Exact top-k over sums of posting-list weights, skipping what cannot matter (MaxScore).
+"""Exact top-k over sums of posting-list weights: every document scored on a small corpus, MaxScore on a large one.
 
 The index is a (terms x documents) CSR matrix of non-negative weights; a question is a set of terms and a
-document's score the sum of its weights for those terms. Scoring every document a question touches costs as
-much as its longest posting lists, and frequent terms have long lists but small weights. With a lower bound
-``theta`` on the k-th best score, the question's terms split in two: the *non-essential* ones, the terms of
-smallest maximum weight whose maxima sum below ``theta`` (a document having only those cannot reach the top
-k), and the *essential* rest. Only documents in essential lists are candidates; those whose essential weights
-plus the non-essential maxima still reach ``theta`` are scored exactly. ``theta`` comes from exactly scoring a
-few thousand documents of the lists with the largest weights.
+document's score the sum of its weights for those terms. Exact scores add a document's weights in ascending
+term order, as scipy's sparse product does: they equal its scores to the last bit, and ties stay ties (broken
+by document position, ascending). Which way is cheapest depends on the corpus size:
 
-Frequent terms also keep per-document 8-bit upper bounds of their weights and, per block of documents, the
-count of their postings before it: a weight is then found in a couple of gathers rather than by a binary
-search of a list as long as the corpus.
+- Up to ``WHOLE_DOCS`` documents, every document's exact score is made at once per question, the terms added
+  in ascending order into a float64 array: frequent terms (in at least 1/``DENSE_SHARE`` of the documents)
+  are kept as dense rows and added whole, the others through their postings. Only documents reaching a lower
+  bound of the k-th best score are then ranked. Per question this is a handful of array operations, each
+  over the corpus or a short list: cheaper than skipping anything when the corpus is small.
+- Above, scoring every document a question touches costs as much as its longest posting lists, and frequent
+  terms have long lists but small weights. With a lower bound ``theta`` on the k-th best score, the question's
+  terms split in two: the *non-essential* ones, the terms of smallest maximum weight whose maxima sum below
+  ``theta`` (a document having only those cannot reach the top k), and the *essential* rest. Only documents in
+  essential lists are candidates; those whose essential weights plus the non-essential maxima still reach
+  ``theta`` are scored exactly. ``theta`` comes from exactly scoring a few thousand documents of the lists with
+  the largest weights. Frequent terms also keep per-document 8-bit upper bounds of their weights.
 
-Bounds are compared with a small relative margin, so rounding can never hide a result or a tie. Exact scores
-add a document's weights in ascending term order, as scipy's sparse product does: they equal its scores to
-the last bit, and ties stay ties (broken by document position, ascending).
+Frequent terms keep, per block of documents, the count of their postings before it: a weight is then found in
+a couple of gathers rather than by a binary search of a list as long as the corpus. Bounds are compared with a
+relative margin (``MARGIN``: sums in another order may differ in the last bits), so rounding can never hide a
+result or a tie.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,6 +40,8 @@ DENSE_SHARE = 16  # terms in at least 1/16 of the documents also get dense 8-bit
 DENSE_MERGE = 8  # essential postings over 1/8 of the documents are summed in a dense array instead of merged
 SCAN_RATIO = 16  # a posting list is read whole when at most this many times longer than the candidate list
 RANK_BLOCK = 256  # frequent terms count their postings per block of this many documents (<= 256: uint8 offsets)
+WHOLE_DOCS = 2**18  # corpora of at most this many documents are scored whole, frequent terms as rows (_whole)
+RARE_POSTINGS = 2**21  # ... the other terms' postings laid out flat for at most this many at a time (memory)
 
 
 def best_k(docs: np.ndarray, scores: np.ndarray, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -46,6 +54,15 @@ def best_k(docs: np.ndarray, scores: np.ndarray, k: int, threshold: float) -> tu
         docs, scores = docs[keep], scores[keep]
     order = np.lexsort((docs, -scores))[:k]
     return docs[order], scores[order]
+
+
+@dataclass
+class _Flat:
+    """Posting ranges laid end to end: ``at`` holds positions in the index, ``ends`` where each range ends."""
+
+    pairs: np.ndarray  # the (question, term) pair of each range
+    ends: np.ndarray
+    at: np.ndarray
 
 
 @dataclass
@@ -62,6 +79,8 @@ class Postings:
     dense_scale: np.ndarray  # ... this step, per frequent term: upper bounds read in one gather
     block_rank: np.ndarray  # (frequent terms x document blocks) uint32: the term's postings before each block
     in_block: np.ndarray  # (frequent terms x documents) uint8: a posting's position counted from its block's first
+    rows: np.ndarray | None  # small corpora only: (frequent terms x documents) float64 weights, 0 where absent
+    kth: dict[int, np.ndarray] = field(default_factory=dict)  # per k: each term's k-th largest weight (NaN: unknown)
 
     @classmethod
     def build(cls, by_term: sp.csr_matrix) -> Postings:
@@ -79,24 +98,32 @@ class Postings:
         dense_row = np.full(n_terms, -1, dtype=np.int64)
         dense_row[frequent] = np.arange(len(frequent))
         scale = top[frequent] * (1 + MARGIN) / 255.0
-        n_blocks = -(-n_docs // RANK_BLOCK)
-        dense = np.zeros((len(frequent), n_docs), dtype=np.uint8)
+        whole = n_docs <= WHOLE_DOCS
+        width = 0 if whole else n_docs  # rows hold the weights themselves: no bounds, no positions needed
+        n_blocks = -(-width // RANK_BLOCK)
+        dense = np.zeros((len(frequent), width), dtype=np.uint8)
         block_rank = np.zeros((len(frequent), n_blocks), dtype=np.uint32)
-        in_block = np.zeros((len(frequent), n_docs), dtype=np.uint8)
+        in_block = np.zeros((len(frequent), width), dtype=np.uint8)
+        rows = np.zeros((len(frequent), n_docs)) if whole else None
         for row, t in enumerate(frequent.tolist()):
             lo, hi = indptr[t], indptr[t + 1]
             listed = by_term.indices[lo:hi]
+            if rows is not None:
+                rows[row, listed] = by_term.data[lo:hi]
+                continue
             # a weight is > 0, so its bound is at least 1: 0 marks exactly the documents without the term
             dense[row, listed] = np.clip(np.ceil(by_term.data[lo:hi] / scale[row]), 1, 255)
             block = listed // RANK_BLOCK
             np.cumsum(np.bincount(block, minlength=n_blocks)[:-1], out=block_rank[row, 1:])
             in_block[row, listed] = np.arange(hi - lo) - block_rank[row, block]
-        return cls(indptr, by_term.indices, by_term.data, n_docs, top, dense_row, dense, scale, block_rank, in_block)
+        return cls(indptr, by_term.indices, by_term.data, n_docs, top, dense_row, dense, scale, block_rank, in_block,
+                   rows)
 
     def top_k(self, questions: sp.csr_matrix, k: int, threshold: float) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` documents of each question (a row of term indicators) scoring above ``threshold``.
 
-        Returns ``(docs, scores)`` of shape (questions, k), padded with PAD / NaN.
+        Returns ``(docs, scores)`` of shape (questions, k), padded with PAD / NaN. A small corpus is scored
+        whole (:meth:`_whole`); a larger one skips what cannot matter (MaxScore).
         """
         questions = questions.tocsr()
         n = questions.shape[0]
@@ -104,17 +131,118 @@ class Postings:
         out_scores = np.full((n, k), np.nan)
         if k == 0:
             return out_docs, out_scores
-        slots = np.full(self.n_docs, -1, dtype=np.int32)  # scratch for lookups, always left at -1
+        # each question's distinct terms that have postings, ascending: (question, term) pairs sorted
+        asked = np.repeat(np.arange(n, dtype=np.int64), np.diff(questions.indptr))
+        terms = questions.indices.astype(np.int64)
+        keep = (questions.data != 0) & (self.indptr[terms + 1] > self.indptr[terms])
+        pairs = np.unique(asked[keep] * len(self.top) + terms[keep])
+        asked, terms = np.divmod(pairs, len(self.top))
+        ptr = np.searchsorted(asked, np.arange(n + 1))
+        if self.rows is not None:
+            return self._whole(terms, ptr, k, threshold, out_docs, out_scores)
         sums = np.zeros(self.n_docs)  # scratch for dense sums, always left at 0 (pages are touched only if used)
+        slots = np.full(self.n_docs, -1, dtype=np.int32)  # scratch for lookups, always left at -1
+        ptr = ptr.tolist()
         for i in range(n):
-            row = slice(questions.indptr[i], questions.indptr[i + 1])
-            terms = np.unique(questions.indices[row][questions.data[row] != 0])
-            terms = terms[self.indptr[terms + 1] > self.indptr[terms]]
-            if len(terms):
-                d, s = self._question(terms, k, threshold, slots, sums)
-                out_docs[i, : len(d)] = d
-                out_scores[i, : len(s)] = s
+            if ptr[i] == ptr[i + 1]:
+                continue
+            d, s = self._question(terms[ptr[i] : ptr[i + 1]], k, threshold, slots, sums)
+            out_docs[i, : len(d)] = d
+            out_scores[i, : len(s)] = s
         return out_docs, out_scores
+
+    def _kth(self, terms: np.ndarray, k: int) -> np.ndarray:
+        """Each term's ``k``-th largest weight (0 for a list shorter than ``k``), computed once per term and k.
+
+        A question's scores are sums of non-negative weights, and a rounded sum is never below one of its
+        terms: so its ``k``-th best score is at least the ``k``-th largest weight of each of its terms.
+        """
+        known = self.kth.setdefault(k, np.full(len(self.top), np.nan))
+        for t in terms[np.isnan(known[terms])].tolist():
+            lo, hi = int(self.indptr[t]), int(self.indptr[t + 1])
+            known[t] = np.partition(self.weights[lo:hi], hi - lo - k)[hi - lo - k] if hi - lo >= k else 0.0
+        return known
+
+    def _whole(self, terms, ptr, k, threshold, out_docs, out_scores) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` of each question over a small corpus; ``terms`` are the (question, term) pairs, sorted by
+        question then term, question i's starting at ``ptr[i]``.
+
+        Every document's exact score is made at once, adding the question's terms in ascending order into a
+        float64 scratch: a frequent term as a whole row, a run of other terms through their postings in one
+        ``np.add.at`` (which adds in the order given, so still term by term). Only documents scoring at least
+        the largest k-th weight of the question's terms (at most its k-th best score, see :meth:`_kth`) are
+        then ranked.
+        """
+        # questions a block at a time, so that the postings laid out flat stay within RARE_POSTINGS
+        lengths = np.where(self.dense_row[terms] < 0, self.indptr[terms + 1] - self.indptr[terms], 0)
+        spread = np.concatenate(([0], np.cumsum(lengths)))[ptr]  # postings before each question
+        start = 0
+        while start < len(ptr) - 1:
+            stop = max(start + 1, int(np.searchsorted(spread, spread[start] + RARE_POSTINGS, side="right")) - 1)
+            stop = min(stop, len(ptr) - 1)
+            block = slice(ptr[start], ptr[stop])
+            self._whole_block(terms[block], ptr[start : stop + 1] - ptr[start], k, threshold,
+                              out_docs[start:stop], out_scores[start:stop])
+            start = stop
+        return out_docs, out_scores
+
+    def _whole_block(self, terms, ptr, k, threshold, out_docs, out_scores) -> None:
+        """:meth:`_whole` for a block of questions, writing into ``out_docs`` and ``out_scores`` (views)."""
+        bounds = np.maximum(self._kth(np.unique(terms), k)[terms], threshold).tolist()
+        rows = self.dense_row[terms].tolist()
+        rare = self._rare_postings(terms, self.dense_row[terms] < 0)
+        rare_docs, rare_weights = self.docs[rare.at].astype(np.intp), self.weights[rare.at]
+        ends = np.zeros(len(terms), dtype=np.int64)  # where each pair's postings end in the flat arrays
+        ends[rare.pairs] = rare.ends
+        ends = np.maximum.accumulate(ends).tolist()
+        sums = np.zeros(self.n_docs)  # scratch, overwritten by each question
+        pairs = ptr.tolist()
+        found = []
+        for i in range(len(pairs) - 1):
+            first, last = pairs[i], pairs[i + 1]
+            if first == last:
+                continue
+            run = ends[first - 1] if first else 0  # the start of the postings not added yet
+            started = False  # sums holds this question's first terms (else an earlier question's scores)
+            for p in range(first, last):
+                if rows[p] < 0:
+                    continue
+                if ends[p] > run:  # the terms before this one
+                    if not started:
+                        sums[:] = 0.0
+                    np.add.at(sums, rare_docs[run : ends[p]], rare_weights[run : ends[p]])
+                    run, started = ends[p], True
+                if started:
+                    sums += self.rows[rows[p]]
+                else:
+                    sums[:] = self.rows[rows[p]]  # 0 + w is w: the same as adding to zeros
+                    started = True
+            if ends[last - 1] > run:
+                if not started:
+                    sums[:] = 0.0
+                np.add.at(sums, rare_docs[run : ends[last - 1]], rare_weights[run : ends[last - 1]])
+            bound = max(bounds[first:last])
+            docs = (sums >= bound if bound > threshold else sums > threshold).nonzero()[0]
+            scores = sums[docs]
+            if len(docs) > 2 * k:
+                keep = scores >= np.partition(scores, len(docs) - k)[len(docs) - k]
+                docs, scores = docs[keep], scores[keep]
+            order = np.argsort(-scores, kind="stable")[:k]  # documents are in ascending order: ties stay so
+            found.append((i, docs[order], scores[order]))
+        if found:
+            question = np.concatenate([np.full(len(d), i) for i, d, _ in found])
+            place = np.concatenate([np.arange(len(d)) for _, d, _ in found])
+            out_docs[question, place] = np.concatenate([d for _, d, _ in found])
+            out_scores[question, place] = np.concatenate([s for _, _, s in found])
+
+    def _rare_postings(self, terms: np.ndarray, which: np.ndarray) -> _Flat:
+        """The postings of the (question, term) pairs ``which`` selects, one after the other."""
+        pairs = np.flatnonzero(which)
+        starts = self.indptr[terms[pairs]]
+        lengths = self.indptr[terms[pairs] + 1] - starts
+        ends = np.cumsum(lengths)
+        at = np.repeat(starts - (ends - lengths), lengths) + np.arange(int(ends[-1]) if len(ends) else 0)
+        return _Flat(pairs, ends, at)
 
     def lookup(self, term: int, docs: np.ndarray, slots: np.ndarray | None) -> np.ndarray:
         """``term``'s weight in each of ``docs`` (sorted, distinct; 0 where absent).

@@ -14,7 +14,7 @@ import pytest
 
 from metrics.evaluate import evaluate
 from pipeline.data.beir import load_beir
-from retrievers import BM25
+from retrievers import BM25, maxscore
 from retrievers.text import Tokenizer
 from retrievers.topk import top_k_dense
 
@@ -71,9 +71,12 @@ def test_top_100_and_scores_agree_with_bm25s(scifact, tokens, k1, b):
     assert compared > 0.9 * DEPTH * len(scifact.query_ids)  # nearly every question has 100 results
 
 
+@pytest.mark.parametrize("path", [{}, {"WHOLE_DOCS": 0}], ids=["whole", "MaxScore"])
 @pytest.mark.parametrize(("k1", "b"), [(1.2, 0.75), (0.9, 0.4)])
-def test_ranking_equals_exhaustive_scoring(scifact, k1, b):
-    """The pruned search (MaxScore) returns exactly what sorting every document's score gives."""
+def test_ranking_equals_exhaustive_scoring(scifact, k1, b, path, monkeypatch):
+    """Each search path (see retrievers.maxscore) returns exactly what sorting every document's score gives."""
+    for name, value in path.items():
+        monkeypatch.setattr(maxscore, name, value)
     bm25 = BM25(k1=k1, b=b).index(scifact)
     run = bm25.rank(scifact.query_ids, scifact.query_texts, DEPTH)
     docs, scores = top_k_dense(bm25.scores(scifact.query_texts), DEPTH, 1e-9)

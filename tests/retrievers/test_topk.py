@@ -89,7 +89,7 @@ def test_dense_and_sparse_paths_equal_a_plain_sort_with_many_ties(seed, k):
         assert as_lists(*top_k_sparse(sp.csr_matrix(scores), k, threshold)) == expected
 
 
-def test_maxscore_crafted_ties_and_threshold():
+def test_maxscore_crafted_ties_and_threshold(maxscore_settings):
     # terms x documents: documents 1 and 3 tie on term 0; term 2 alone lifts document 4
     matrix = np.array([
         [0.0, 1.0, 0.0, 1.0, 0.0],
@@ -103,28 +103,32 @@ def test_maxscore_crafted_ties_and_threshold():
     assert as_lists(docs, scores) == by_sorting(dense, 3, 1e-9)
 
 
-@pytest.fixture(params=["defaults", "tiny seed", "always search", "always scan", "no 8-bit bounds",
-                        "8-bit bounds for every term", "always dense sums", "never dense sums", "tiny rank blocks"])
+SETTINGS = {
+    # small corpora: every document scored in float64 (frequent terms as rows, runs of others via add.at)
+    "whole": {},
+    "whole, no frequent term": {"DENSE_SHARE": 0},
+    "whole, every term frequent": {"DENSE_SHARE": 10**9},
+    "whole, a question at a time": {"RARE_POSTINGS": 0},
+    "whole, blocks of questions": {"RARE_POSTINGS": 50},
+    # large corpora: MaxScore over the posting lists
+    "MaxScore": {"WHOLE_DOCS": 0},
+    "MaxScore, tiny seed": {"WHOLE_DOCS": 0, "SEED_POSTINGS": 3, "SEED_DOCS": 2},
+    "MaxScore, always search": {"WHOLE_DOCS": 0, "SCAN_RATIO": 0},
+    "MaxScore, always scan": {"WHOLE_DOCS": 0, "SCAN_RATIO": 10**9},
+    "MaxScore, no 8-bit bounds": {"WHOLE_DOCS": 0, "DENSE_SHARE": 0},
+    "MaxScore, 8-bit bounds for every term": {"WHOLE_DOCS": 0, "DENSE_SHARE": 10**9},
+    "MaxScore, always dense sums": {"WHOLE_DOCS": 0, "DENSE_MERGE": 10**9},
+    "MaxScore, never dense sums": {"WHOLE_DOCS": 0, "DENSE_MERGE": 0},
+    # many blocks, positions counted across block boundaries
+    "MaxScore, tiny rank blocks": {"WHOLE_DOCS": 0, "RANK_BLOCK": 3, "DENSE_SHARE": 10**9},
+}
+
+
+@pytest.fixture(params=list(SETTINGS))
 def maxscore_settings(request, monkeypatch):
-    """Run the MaxScore tests under settings that force each of its branches."""
-    if request.param == "tiny seed":
-        monkeypatch.setattr(maxscore, "SEED_POSTINGS", 3)
-        monkeypatch.setattr(maxscore, "SEED_DOCS", 2)
-    elif request.param == "always search":
-        monkeypatch.setattr(maxscore, "SCAN_RATIO", 0)
-    elif request.param == "always scan":
-        monkeypatch.setattr(maxscore, "SCAN_RATIO", 10**9)
-    elif request.param == "no 8-bit bounds":
-        monkeypatch.setattr(maxscore, "DENSE_SHARE", 0)
-    elif request.param == "8-bit bounds for every term":
-        monkeypatch.setattr(maxscore, "DENSE_SHARE", 10**9)
-    elif request.param == "always dense sums":
-        monkeypatch.setattr(maxscore, "DENSE_MERGE", 10**9)
-    elif request.param == "never dense sums":
-        monkeypatch.setattr(maxscore, "DENSE_MERGE", 0)
-    elif request.param == "tiny rank blocks":  # many blocks, positions counted across block boundaries
-        monkeypatch.setattr(maxscore, "RANK_BLOCK", 3)
-        monkeypatch.setattr(maxscore, "DENSE_SHARE", 10**9)
+    """Run the top-k tests under settings that force each path and each of its branches."""
+    for name, value in SETTINGS[request.param].items():
+        monkeypatch.setattr(maxscore, name, value)
     return request.param
 
 
@@ -143,5 +147,22 @@ def test_maxscore_equals_a_plain_sort_of_the_full_product(seed, maxscore_setting
     questions[1, :] = 0.0
     questions[1, 0] = 1.0  # only the most frequent term: hundreds of tied candidates
     for k in (1, 10, 100, 400):
+        (docs, scores), dense = postings_top_k(matrix, questions, k, 1e-9)
+        assert as_lists(docs, scores) == by_sorting(dense, k, 1e-9), k
+
+
+@pytest.mark.parametrize("spread", [1.0, 2.0**-21], ids=["any weights", "weights within float32's resolution"])
+@pytest.mark.parametrize("seed", range(3))
+def test_scores_are_summed_in_term_order_and_ranked_exactly(seed, spread, maxscore_settings):
+    """Weights that are not binary fractions: a sum's last bits depend on the order of its terms, so every path
+    must add them in ascending term order, as the product does; weights a few float32 ulps apart leave only the
+    exact scores to order the documents."""
+    rng = np.random.default_rng(seed)
+    n_terms, n_docs = 12, 400
+    present = rng.random((n_terms, n_docs)) < rng.permutation(np.linspace(0.95, 0.02, n_terms))[:, None]
+    matrix = np.where(present, 1.0 + spread * rng.random((n_terms, n_docs)), 0.0)
+    matrix[:, :40] = 0.0  # documents without any term
+    questions = (rng.random((20, n_terms)) < 0.5).astype(float)
+    for k in (1, 7, 100):
         (docs, scores), dense = postings_top_k(matrix, questions, k, 1e-9)
         assert as_lists(docs, scores) == by_sorting(dense, k, 1e-9), k
