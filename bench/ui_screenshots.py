@@ -32,6 +32,15 @@ def sweep(folder: Path) -> str:
     return re.search(r"MLflow view \(.*\): (\S+)", done.stdout).group(1)
 
 
+def click(locator) -> None:
+    """Click if it is there (the UI's panels differ a little between runs); a screenshot shows what happened."""
+    try:
+        locator.click(timeout=5_000)
+        time.sleep(1)
+    except Exception as exc:
+        print(f"(not clicked: {str(exc).splitlines()[0]})", file=sys.stderr)
+
+
 def first_screen(page) -> str:
     return " | ".join(line.strip() for line in page.inner_text("main").splitlines() if line.strip())[:600]
 
@@ -63,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
                 page.goto(url)
                 page.wait_for_selector(wait, timeout=180_000)
                 time.sleep(4)
+                for button in ("Close", "Hide banner"):  # the MLflow assistant's panel, the shared-view banner
+                    click(page.get_by_role("button", name=button, exact=True))
                 if then:
                     then()
                     time.sleep(3)
@@ -73,14 +84,34 @@ def main(argv: list[str] | None = None) -> int:
 
             def expand() -> None:
                 parent = page.locator("[role='row']", has_text="retriever.k1=").first
-                parent.locator("button, [role='button']").first.click()
+                click(parent.locator("button, [role='button']").first)
+
+            def per_question() -> None:
+                expand()
+                click(page.locator("button", has_text="Table:").first)
+                click(page.get_by_role("option", name="per_question.json"))
+                click(page.get_by_role("option", name="sweep_summary.json"))
+                page.keyboard.press("Escape")
+                click(page.locator("button", has_text="Compare:").first)
+                click(page.get_by_role("option", name="ndcg@5", exact=True))
+                page.keyboard.press("Escape")
+
+            def ndcg_axis() -> None:
+                chip = page.locator(".du-bois-light-select-selection-item", has_text="hit_rate_at_3").first
+                click(chip.locator(".du-bois-light-select-selection-item-remove"))
+                field = page.locator("text=Metrics:").locator(
+                    "xpath=following::div[contains(@class,'select-selector')][1]")
+                click(field)
+                page.keyboard.type("ndcg_at_5")
+                page.keyboard.press("Enter")
+                page.keyboard.press("Escape")
 
             shot("view", view, then=expand)
             shot("charts", view + "&compareRunsMode=CHART", then=expand)
             ids = json.dumps([r.info.run_id for r in runs])
             shot("compare", f"{base}/#/compare-runs?runs={ids}&experiments={json.dumps([experiment])}",
-                 wait="text=Parallel Coordinates Plot")
-            shot("per_question", view + "&compareRunsMode=ARTIFACT", then=expand)
+                 wait="text=Parallel Coordinates Plot", then=ndcg_axis)
+            shot("per_question", view + "&compareRunsMode=ARTIFACT", then=per_question)
             browser.close()
     for name, text in seen.items():
         print(f"{name}: {text}")
