@@ -59,6 +59,11 @@ def compute(judged: Judged, metrics: Sequence[MetricSpec], settings: EvalSetting
             out[spec.name] = ranking.average_precision(rel, n_rel)
         elif spec.measure == "r_precision":
             out[spec.name] = ranking.r_precision(rel, n_rel)
+        elif spec.measure == "bpref":
+            out[spec.name] = ranking.bpref(judged.judged(), max(settings.level, 0), n_rel,
+                                           judged.n_nonrelevant(settings.level))
+        elif spec.measure == "judged":
+            out[spec.name] = ranking.judged_share(judged.judged(), judged.lengths, spec.k)
         elif spec.measure == "ndcg":
             if gain is None:
                 gain, ideal = judged.gains(settings.gain)

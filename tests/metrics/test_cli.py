@@ -107,8 +107,9 @@ def test_judged_only_drops_unjudged_documents_before_ranking(capsys, files):
 def test_the_default_measures_are_trec_eval_official_ones(capsys, files):
     _, out, _ = cli(capsys, *files)
     names = [line.split("\t")[0].strip() for line in out]
-    assert names[:8] == ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank"]
-    assert names[8:] == [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
+    assert names[:9] == ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref",
+                         "recip_rank"]
+    assert names[9:] == [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
 
 
 @pytest.mark.parametrize(
@@ -116,7 +117,7 @@ def test_the_default_measures_are_trec_eval_official_ones(capsys, files):
     [
         (["missing.qrels", "{run}"], "missing.qrels: no such file"),
         (["{qrels}", "missing.run"], "missing.run: no such file"),
-        (["-m", "bpref", "{qrels}", "{run}"], "-m bpref: unknown metric"),
+        (["-m", "gm_map", "{qrels}", "{run}"], "-m gm_map: unknown metric"),
         (["-m", "P.5,x", "{qrels}", "{run}"], "cutoffs"),
         (["-l-1", "{qrels}", "{run}"], "relevance level"),
         (["-M0", "{qrels}", "{run}"], "-M"),
