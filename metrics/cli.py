@@ -22,7 +22,7 @@ from metrics.judged import judged_only
 from metrics.qrels import Qrels
 from metrics.run import Run
 from metrics.spec import MetricSpec, parse_trec_measure, trec_form
-from metrics.trec import read_trec_qrels, read_trec_run
+from metrics.trec import read_qrels, read_trec_run
 
 PROG = "python -m metrics"
 COUNTS = ("num_ret", "num_rel", "num_rel_ret")
@@ -134,8 +134,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Evaluate a TREC run against TREC qrels, printing trec_eval's layout.")
-    p.add_argument("qrels", help="judgments: 'qid iter docno relevance' lines")
+    p = _Parser(prog=PROG, description="Evaluate a TREC run against TREC or BEIR qrels, printing trec_eval's layout.")
+    p.add_argument("qrels", help="judgments: TREC 'qid iter docno relevance' lines, or BEIR's qrels TSV "
+                                 "'query-id<TAB>corpus-id<TAB>score' (header line optional)")
     p.add_argument("run", help="results: 'qid Q0 docno rank score tag' lines (ordered by score desc, docno desc)")
     p.add_argument("-m", dest="measures", action="append", metavar="MEASURE",
                    help="trec_eval name (map, recip_rank, P_5, P.5,10, recall.5,100, ndcg_cut, ndcg, success.1,5,10, "
@@ -156,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         cols = columns(args.measures or ["official"])
-        qrels = read_trec_qrels(args.qrels)
+        qrels = read_qrels(args.qrels)
         run = read_trec_run(args.run)
         if args.max_docs is not None:
             if args.max_docs < 1:

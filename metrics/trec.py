@@ -1,4 +1,4 @@
-"""TREC qrels and run files, read the way trec_eval reads them."""
+"""TREC qrels and run files, read the way trec_eval reads them; BEIR's qrels TSV too."""
 
 from __future__ import annotations
 
@@ -11,18 +11,24 @@ import pandas as pd
 from metrics.errors import InputError
 from metrics.qrels import Qrels, QrelsBuilder
 from metrics.run import PAD, Run
+from metrics.textfile import shown, text_lines
+
+BEIR_HEADER = ("query-id", "corpus-id", "score")
 
 
 def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
     """Numbered, split lines; blank lines and ``#`` comment lines are skipped, as trec_eval skips them."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("no such file", path)
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, 1):
-            fields = line.split()
-            if fields and not fields[0].startswith("#"):
-                yield number, fields
+    for number, line in text_lines(path):
+        fields = line.split()
+        if fields and not fields[0].startswith("#"):
+            yield number, fields
+
+
+def _grade(text: str, path: str | Path, number: int, field: str = "relevance") -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"{field} {shown(text)} is not an integer", path, number) from None
 
 
 def read_trec_qrels(path: str | Path) -> Qrels:
@@ -31,12 +37,51 @@ def read_trec_qrels(path: str | Path) -> Qrels:
     for number, fields in _lines(path):
         if len(fields) != 4:
             raise InputError(f"expected 4 fields 'qid iter docno relevance', found {len(fields)}", path, number)
-        try:
-            grade = int(fields[3])
-        except ValueError:
-            raise InputError(f"relevance {fields[3]!r} is not an integer", path, number) from None
-        judgments.add(fields[0], fields[2], grade, number)
+        judgments.add(fields[0], fields[2], _grade(fields[3], path, number), number)
     return judgments.build()
+
+
+def read_beir_qrels(path: str | Path) -> Qrels:
+    """BEIR's ``query-id<TAB>corpus-id<TAB>score`` lines, with or without that header line (ids may hold spaces
+    when the fields are tab-separated); blank lines are skipped. A repeated pair is an error naming both lines."""
+    judgments = QrelsBuilder(path)
+    first = True
+    for number, line in text_lines(path):
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.rstrip("\n\r").split("\t")]
+        if len(fields) != 3:
+            fields = line.split()
+        if len(fields) != 3:
+            raise InputError(f"expected 3 tab-separated fields 'query-id corpus-id score', found {len(fields)}",
+                             path, number)
+        if first and not _is_integer(fields[2]):
+            first = False
+            continue  # the header line ('query-id corpus-id score', or a header of other names)
+        first = False
+        judgments.add(fields[0], fields[1], _grade(fields[2], path, number, "score"), number)
+    return judgments.build()
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """TREC qrels (4 fields) or BEIR's qrels TSV (3 fields, header optional), told apart by the first line that
+    is neither blank nor a ``#`` comment."""
+    for number, fields in _lines(path):
+        if len(fields) == 4:
+            return read_trec_qrels(path)
+        if len(fields) == 3 or tuple(f.lower() for f in fields) == BEIR_HEADER:
+            return read_beir_qrels(path)
+        raise InputError(f"expected TREC qrels (4 fields 'qid iter docno relevance') or BEIR qrels (3 tab-separated "
+                         f"fields 'query-id corpus-id score'), found {len(fields)} fields", path, number)
+    return read_trec_qrels(path)  # no judgment at all: an empty Qrels
+
+
+def _is_integer(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
 
 
 def read_trec_run(path: str | Path, name: str | None = None) -> Run:
@@ -54,9 +99,9 @@ def read_trec_run(path: str | Path, name: str | None = None) -> Run:
         try:
             score = float(fields[4])
         except ValueError:
-            raise InputError(f"score {fields[4]!r} is not a number", path, number) from None
+            raise InputError(f"score {shown(fields[4])} is not a number", path, number) from None
         if not np.isfinite(score):
-            raise InputError(f"score {fields[4]!r} is not finite", path, number)
+            raise InputError(f"score {shown(fields[4])} is not finite", path, number)
         q.append(fields[0])
         d.append(fields[2])
         s.append(score)

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from metrics.errors import InputError
-from metrics.qrels import Qrels, QrelsBuilder
+from metrics.textfile import check_file, decoded
+from metrics.trec import read_beir_qrels
 from pipeline.common import progress
 from pipeline.data.collection import Collection
 
@@ -22,17 +23,24 @@ def _listing(ids: list[str]) -> str:
     return head + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
 
 
-def _open_text(path: Path):
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
+def _open_binary(path: Path):
+    """The file's bytes (decompressed for .gz): lines are decoded by :func:`metrics.textfile.decoded`, so a byte
+    that is not UTF-8 is one line naming the file, the line and the byte offset."""
+    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
 
 
 def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
     """Stream ``(line, _id, text)``; a title is prepended to the text as BEIR does."""
+    try:
+        yield from _records(check_file(path), what)
+    except (OSError, EOFError) as exc:  # a damaged .gz file
+        raise InputError(f"cannot be read: {exc}", path) from None
+
+
+def _records(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
     size = path.stat().st_size if path.suffix != ".gz" else None  # characters read track bytes closely enough
-    with _open_text(path) as handle, progress.ticker(size, f"reading {path.name}", "B", unit_scale=True) as tick:
-        for number, line in enumerate(handle, 1):
+    with _open_binary(path) as handle, progress.ticker(size, f"reading {path.name}", "B", unit_scale=True) as tick:
+        for number, line in decoded(handle, path):
             tick(len(line))
             if not line.strip():
                 continue
@@ -65,31 +73,6 @@ def _read_records(path: Path, what: str, notes: list[str]) -> tuple[list[str], l
         notes.append(f"{path.name}: {len(empty)} {what}(s) with empty text: {_listing(empty)} "
                      f"(kept; they can match nothing)")
     return ids, texts
-
-
-def read_beir_qrels(path: Path) -> Qrels:
-    """``query-id<TAB>corpus-id<TAB>score`` with an optional header line."""
-    judgments = QrelsBuilder(path)
-    header_allowed = True
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            may_be_header, header_allowed = header_allowed, False
-            fields = line.rstrip("\n\r").split("\t")
-            if len(fields) != 3:
-                fields = line.split()
-            if len(fields) != 3:
-                raise InputError(f"expected 3 tab-separated fields 'query-id corpus-id score', "
-                                 f"found {len(fields)}", path, number)
-            try:
-                grade = int(fields[2])
-            except ValueError:
-                if may_be_header:
-                    continue  # the header line ('query-id corpus-id score')
-                raise InputError(f"score {fields[2]!r} is not an integer", path, number) from None
-            judgments.add(fields[0].strip(), fields[1].strip(), grade, number)
-    return judgments.build()
 
 
 def find_corpus_file(folder: Path) -> Path:

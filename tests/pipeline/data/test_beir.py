@@ -129,3 +129,26 @@ def test_cranfield_reports_its_two_empty_documents(shared_datasets):
     c = load_beir(shared_datasets / "cranfield", "test")
     assert (len(c.doc_ids), len(c.query_ids), len(c.qrels)) == (1400, 225, 1612)
     assert any("2 document(s) with empty text: 471, 995" in n for n in c.notes)
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gz"])
+def test_a_byte_that_is_not_utf8_names_the_file_the_line_and_the_byte_offset(tmp_path, gz):
+    folder = write_beir(tmp_path, DOCS, QUERIES, "q1\td1\t1\n", gz=gz)
+    name = "corpus.jsonl.gz" if gz else "corpus.jsonl"
+    lines = (gzip.decompress if gz else bytes)((folder / name).read_bytes()).splitlines(keepends=True)
+    lines[1] = lines[1].replace(b"banana", b"ban\xe9na")  # Latin-1 e-acute
+    data = b"".join(lines)
+    (folder / name).write_bytes(gzip.compress(data) if gz else data)
+    offset = data.index(b"\xe9")
+    with pytest.raises(InputError) as err:
+        load_beir(folder)
+    assert str(err.value) == (f"{folder / name}:2: byte 0xe9 at byte offset {offset} is not UTF-8 (save the file as "
+                              f"UTF-8)")
+
+
+@pytest.mark.parametrize("name", ["queries.jsonl", "qrels/test.tsv"])
+def test_questions_and_judgments_are_checked_for_utf8_too(tmp_path, name):
+    folder = write_beir(tmp_path, DOCS, QUERIES, "q1\td1\t1\n")
+    (folder / name).write_bytes((folder / name).read_bytes() + b"q\xff\td1\t1\n")
+    with pytest.raises(InputError, match=r"byte 0xff at byte offset \d+ is not UTF-8"):
+        load_beir(folder)
