@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from metrics.errors import InputError
+from metrics.errors import InputError, Note
 from metrics.textfile import check_file, decoded
 from metrics.trec import read_beir_qrels
 from pipeline.common import progress
@@ -58,7 +58,28 @@ def _records(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
             yield number, str(record["_id"]), f"{title} {text}".strip() if title else text.strip()
 
 
-def _read_records(path: Path, what: str, notes: list[str]) -> tuple[list[str], list[str]]:
+# the kinds of note a load makes (a job logs each one's count as the metric notes/<kind>)
+EMPTY_DOCUMENTS = "documents_empty_text"
+EMPTY_QUESTIONS = "questions_empty_text"
+UNKNOWN_DOCUMENT = "judgments_unknown_document"
+UNKNOWN_QUESTION = "judgments_unknown_question"
+WITHOUT_RELEVANT = "questions_without_relevant"
+
+
+class Notes(list):
+    """The notes of one load; with ``strict``, the first one raises instead (``corpus.strict=true``)."""
+
+    def __init__(self, strict: bool) -> None:
+        super().__init__()
+        self.strict = strict
+
+    def add(self, text: str, kind: str, ids: list[str], count: int | None = None, kept: str = "") -> None:
+        if self.strict:
+            raise InputError(f"{text} (corpus.strict=true makes this an error)")
+        self.append(Note(f"{text} {kept}".rstrip(), kind, len(ids) if count is None else count, ids[:SHOWN]))
+
+
+def _read_records(path: Path, what: str, notes: Notes) -> tuple[list[str], list[str]]:
     ids, texts, first_line = [], [], {}
     empty = []
     for number, ident, text in read_jsonl(path, what):
@@ -70,8 +91,9 @@ def _read_records(path: Path, what: str, notes: list[str]) -> tuple[list[str], l
         if not text:
             empty.append(ident)
     if empty:
-        notes.append(f"{path.name}: {len(empty)} {what}(s) with empty text: {_listing(empty)} "
-                     f"(kept; they can match nothing)")
+        kind = EMPTY_DOCUMENTS if what == "document" else EMPTY_QUESTIONS
+        notes.add(f"{path}: {len(empty)} {what}(s) with empty text: {_listing(empty)}", kind, empty,
+                  kept="(kept; they can match nothing)")
     return ids, texts
 
 
@@ -85,8 +107,10 @@ def find_corpus_file(folder: Path) -> Path:
 def load_beir(path: str | Path, split: str = "test", name: str | None = None, strict: bool = False) -> Collection:
     """Load and validate a BEIR folder; the questions are those judged in ``split``.
 
-    Judgments naming unknown documents or questions are dropped and reported in ``notes`` (or raise, with
-    ``strict``); malformed lines and duplicate ids always raise :class:`InputError` with file and line.
+    What the load goes on with is reported in ``notes``, one :class:`~metrics.errors.Note` per kind: judgments naming
+    unknown documents or questions (dropped), documents or questions with empty text (kept), questions without a
+    relevant judgment (left out of the means). With ``strict`` each of them raises instead. Malformed lines,
+    duplicate ids and bytes that are not UTF-8 always raise :class:`InputError` with file and line.
     """
     folder = Path(path)
     if not folder.is_dir():
@@ -96,7 +120,7 @@ def load_beir(path: str | Path, split: str = "test", name: str | None = None, st
         available = sorted(p.stem for p in (folder / "qrels").glob("*.tsv")) if (folder / "qrels").is_dir() else []
         raise InputError(f"no judgments for split {split!r} (available: {', '.join(available) or 'none'})",
                          qrels_path)
-    notes: list[str] = []
+    notes = Notes(strict)
     doc_ids, doc_texts = _read_records(find_corpus_file(folder), "document", notes)
     all_qids, all_qtexts = _read_records(folder / "queries.jsonl", "question", notes)
     qrels = read_beir_qrels(qrels_path)
@@ -107,20 +131,20 @@ def load_beir(path: str | Path, split: str = "test", name: str | None = None, st
     for mask, what in ((bad_doc, "documents"), (bad_q, "questions")):
         if mask.any():
             ids = list(dict.fromkeys((qrels.doc_ids if what == "documents" else qrels.query_ids)[mask].tolist()))
-            message = (f"{qrels_path}: {int(mask.sum())} judgment(s) name {len(ids)} {what} missing from the "
-                       f"{'corpus' if what == 'documents' else 'questions file'}: {_listing(ids)}")
-            if strict:
-                raise InputError(message)
-            notes.append(message + " (dropped)")
+            notes.add(f"{qrels_path}: {int(mask.sum())} judgment(s) name {len(ids)} {what} missing from the "
+                      f"{'corpus' if what == 'documents' else 'questions file'}: {_listing(ids)}",
+                      UNKNOWN_DOCUMENT if what == "documents" else UNKNOWN_QUESTION, ids, int(mask.sum()), "(dropped)")
     qrels = qrels.subset(~(bad_doc | bad_q))
 
     judged = set(qrels.query_ids.tolist())
     keep = [i for i, q in enumerate(all_qids) if q in judged]
     query_ids = [all_qids[i] for i in keep]
     query_texts = [all_qtexts[i] for i in keep]
-    without = [q for q in query_ids if q not in set(qrels.relevant_queries(1))]
+    relevant = set(qrels.relevant_queries(1))
+    without = [q for q in query_ids if q not in relevant]
     if without:
-        notes.append(f"{len(without)} question(s) have no relevant judgment in split {split!r}: {_listing(without)} "
-                     f"(left out of the means)")
+        notes.add(f"{qrels_path}: {len(without)} question(s) have no relevant judgment in split {split!r}: "
+                  f"{_listing(without)}", WITHOUT_RELEVANT, without, kept="(left out of the means)")
     return Collection(name or folder.name, doc_ids, doc_texts, query_ids, query_texts, qrels,
-                      source=str(folder.resolve()), split=split, notes=notes, judgments=str(qrels_path.resolve()))
+                      source=str(folder.resolve()), split=split, notes=list(notes),
+                      judgments=str(qrels_path.resolve()))

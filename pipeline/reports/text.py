@@ -21,13 +21,17 @@ class Measured(Protocol):
     plan: Any
     intervals: dict[str, Interval]
 
+    def note_lines(self) -> list[str]: ...
+
 
 def job_text(result: Measured) -> str:
-    """Each metric's mean with its bootstrap interval, under a line saying what was measured."""
+    """Each metric's mean with its bootstrap interval, under a line saying what was measured and one line per kind
+    of note (what the job dropped or corrected in its input)."""
     c, e = result.collection, result.evaluation
     level = int(result.plan.settings.level)
     head = (f"{result.system} on {c.name} ({c.split}): {len(e.per_question)} questions evaluated, "
             f"{len(e.without_judgments)} without a judgment >= {level}, {len(c.doc_ids)} documents")
+    head = "\n".join([head, *(f"note: {note}" for note in result.note_lines())])
     confidence = f"{result.plan.confidence:.0%}"
     rows = [(name, f"{iv.mean:.3f}", f"[{iv.low:.3f}, {iv.high:.3f}]") for name, iv in result.intervals.items()]
     table = format_table([("metric", "mean", f"{confidence} interval"), *rows], align="lrl")

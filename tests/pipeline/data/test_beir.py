@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,28 @@ def test_questions_and_judgments_are_checked_for_utf8_too(tmp_path, name):
     (folder / name).write_bytes((folder / name).read_bytes() + b"q\xff\td1\t1\n")
     with pytest.raises(InputError, match=r"byte 0xff at byte offset \d+ is not UTF-8"):
         load_beir(folder)
+
+
+@pytest.mark.parametrize(
+    ("docs", "queries", "qrels", "says"),
+    [
+        (DOCS, QUERIES, "q1\td1\t1\nq1\tghost\t1\n", "name 1 documents missing from the corpus: ghost"),
+        (DOCS, QUERIES, "q1\td1\t1\nq9\td1\t1\n", "name 1 questions missing from the questions file: q9"),
+        ([*DOCS, ("d4", "")], QUERIES, "q1\td1\t1\n", "1 document(s) with empty text: d4"),
+        (DOCS, [*QUERIES, ("q4", "")], "q1\td1\t1\n", "1 question(s) with empty text: q4"),
+        (DOCS, QUERIES, "q1\td1\t1\nq2\td2\t0\n", "1 question(s) have no relevant judgment in split 'test': q2"),
+    ],
+    ids=["unknown document", "unknown question", "empty document", "empty question", "no relevant judgment"],
+)
+def test_strict_makes_every_note_an_error(tmp_path, docs, queries, qrels, says):
+    folder = write_beir(tmp_path, docs, queries, qrels)
+    assert [n for n in load_beir(folder).notes if says in n]
+    with pytest.raises(InputError, match=re.escape(f"{says} (corpus.strict=true makes this an error)") + "$"):
+        load_beir(folder, strict=True)
+
+
+def test_each_note_says_its_kind_how_many_and_the_first_ids(tmp_path):
+    ghosts = "".join(f"q1\tghost{i}\t1\n" for i in range(7))
+    (note,) = load_beir(write_beir(tmp_path, DOCS, QUERIES, "q1\td1\t1\n" + ghosts)).notes
+    assert (note.kind, note.count, note.ids) == ("judgments_unknown_document", 7, tuple(f"ghost{i}" for i in range(5)))
+    assert "ghost0, ghost1, ghost2, ghost3, ghost4 and 2 more (dropped)" in note
