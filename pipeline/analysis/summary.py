@@ -10,6 +10,14 @@ import pandas as pd
 from metrics.comparison import compare
 from metrics.spec import MetricSpec
 
+JUDGED = MetricSpec("judged", 10)
+JUDGED_FLOOR = 0.8  # below it, too much of a system's top 10 was never judged: its nDCG undercounts
+
+
+def thinly_judged(judged: float | None) -> bool:
+    """True when a system's judged@10 (None: not measured) is below :data:`JUDGED_FLOOR`."""
+    return judged is not None and not pd.isna(judged) and judged < JUDGED_FLOOR
+
 
 @dataclass
 class SystemRun:
@@ -51,6 +59,12 @@ class SweepSummary:
     @property
     def failed(self) -> list[SystemRun]:
         return [s for s in self.systems if not s.finished]
+
+    def thinly_judged(self) -> dict[str, float]:
+        """Finished systems whose judged@10 is below :data:`JUDGED_FLOOR`, with it (systems that did not measure
+        judged@10 are not listed)."""
+        found = {s.name: s.metrics.get(JUDGED.mlflow_key) for s in self.finished}
+        return {name: float(judged) for name, judged in found.items() if thinly_judged(judged)}
 
 
 def unique_names(systems: list[SystemRun]) -> None:
