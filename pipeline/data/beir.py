@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from metrics.errors import InputError, Note
-from metrics.textfile import check_file, decoded
+from metrics.textfile import check_file, text_lines
 from metrics.trec import read_beir_qrels
 from pipeline.common import progress
 from pipeline.data.collection import Collection
@@ -23,10 +23,10 @@ def _listing(ids: list[str]) -> str:
     return head + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
 
 
-def _open_binary(path: Path):
-    """The file's bytes (decompressed for .gz): lines are decoded by :func:`metrics.textfile.decoded`, so a byte
-    that is not UTF-8 is one line naming the file, the line and the byte offset."""
-    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+def _opener(path: Path):
+    """What opens the file's bytes (decompressed for .gz); :func:`metrics.textfile.text_lines` decodes them, so a
+    byte that is not UTF-8 is one line naming the file, the line and the byte offset."""
+    return (lambda: gzip.open(path, "rb")) if path.suffix == ".gz" else (lambda: path.open("rb"))
 
 
 def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
@@ -39,8 +39,8 @@ def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
 
 def _records(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
     size = path.stat().st_size if path.suffix != ".gz" else None  # characters read track bytes closely enough
-    with _open_binary(path) as handle, progress.ticker(size, f"reading {path.name}", "B", unit_scale=True) as tick:
-        for number, line in decoded(handle, path):
+    with progress.ticker(size, f"reading {path.name}", "B", unit_scale=True) as tick:
+        for number, line in text_lines(path, _opener(path)):
             tick(len(line))
             if not line.strip():
                 continue
