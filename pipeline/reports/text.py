@@ -43,13 +43,15 @@ def job_text(result: Measured) -> str:
 
 
 def judged_warning(system: str, judged: float, only_relevant: bool = False) -> str:
-    """The warning for a system whose judged@10 is below the floor: its nDCG (and recall, MAP) undercount."""
+    """The warning for a system whose judged@10 is below the floor: its nDCG (and recall, MAP) undercount.
+    ``only_relevant``: the judgments list only relevant documents (BEIR's usually do)."""
     text = (f"warning: {system}: judged@10 is {judged:.3f} (below {JUDGED_FLOOR}): {1 - judged:.0%} of its top 10 "
             f"was never judged, and nDCG, recall and MAP count every unjudged document as not relevant, so they "
-            f"undercount it; compare systems with bpref, or judge their top documents")
+            f"undercount it")
     if only_relevant:
-        text += " (these judgments list only relevant documents: judged@10 is the share of its top 10 that is relevant)"
-    return text
+        return text + ("; these judgments list only relevant documents (judged@10 is the share of the top 10 that "
+                       "is relevant): judge each system's top documents to compare systems fairly")
+    return text + "; compare systems with bpref (it ignores unjudged documents), or judge their top documents"
 
 
 def sweep_text(summary: SweepSummary, title: str) -> str:

@@ -51,7 +51,7 @@ def test_a_job_below_the_floor_warns_under_its_table_and_says_when_only_relevant
     (warning,) = [line for line in lines if line.startswith("warning: ")]
     assert re.match(r"warning: BM25: judged@10 is 0\.\d{3} \(below 0\.8\): \d+% of its top 10 was never judged",
                     warning)
-    assert warning.endswith("(these judgments list only relevant documents: judged@10 is the share of its top 10 "
-                            "that is relevant)")
+    assert warning.endswith("; these judgments list only relevant documents (judged@10 is the share of the top 10 "
+                            "that is relevant): judge each system's top documents to compare systems fairly")
     judged_row = next(i for i, line in enumerate(lines) if line.startswith("judged@10"))
     assert judged_row < lines.index(warning) and lines[lines.index(warning) + 1] == ""  # under the table
