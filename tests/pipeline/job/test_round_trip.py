@@ -232,7 +232,7 @@ def check_trec_eval_rule(job: Job) -> float:
     names = {s.name: TREC[s.measure].format(k=s.k) for s in specs}
     theirs = pytrec_eval.RelevanceEvaluator(judgments, set(names.values())).evaluate(run)
     table, record = job.table, job.record
-    worst = 0.0
+    worst, unequal = 0.0, 0
     for spec in specs:
         column = table[spec.name]
         for query, value in column.items():
@@ -244,6 +244,9 @@ def check_trec_eval_rule(job: Job) -> float:
             total += theirs[query][names[spec.name]]
         assert printed(total / len(column)) == printed(record["metrics"][spec.mlflow_key]), spec.name
         assert math.isclose(total / len(column), record["metrics"][spec.mlflow_key], rel_tol=1e-12, abs_tol=1e-15)
+        unequal += total / len(column) != record["metrics"][spec.mlflow_key]
+    print(f"{len(table)} questions, {len(specs)} trec_eval measures, largest per-question difference {worst!r}, "
+          f"{len(specs) - unequal} of {len(specs)} means bit-equal (the others differ in summation order only)")
     return worst
 
 
@@ -251,6 +254,7 @@ def check(place: Path, kind: str, corpus: str, capsys) -> float:
     """Both checks on one job; the largest per-question difference from trec_eval's values."""
     job = run_job(place, kind, corpus)
     check_python_m_metrics(job, capsys)
+    print(f"round trip of {kind} on {corpus}: ", end="")
     return check_trec_eval_rule(job)
 
 
