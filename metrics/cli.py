@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
+from metrics.bootstrap import exact_mean
 from metrics.errors import InputError
 from metrics.evaluate import EvalSettings, evaluate
 from metrics.judged import judged_only
@@ -118,7 +117,7 @@ def report(
             return len(rows)
         if col.spec is None:
             return int(ev.counts.loc[rows, col.family].sum())
-        return float(np.mean(ev.per_question.loc[rows, col.spec.name].to_numpy()))
+        return float(exact_mean(ev.per_question.loc[rows, col.spec.name].to_numpy())[0])
 
     lines = []
     if per_question:
