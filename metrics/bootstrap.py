@@ -7,6 +7,7 @@ to the digit. One set of resample indices serves every metric column at once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -94,6 +95,15 @@ def percentile_bounds(means: np.ndarray, confidence: float = DEFAULT_CONFIDENCE)
     return ordered[min(lo, b - 1)], ordered[max(min(hi, b - 1), 0)]
 
 
+def exact_mean(values: np.ndarray) -> np.ndarray:
+    """Each column's mean, its sum correctly rounded (``math.fsum``): the same whatever the order of the questions,
+    so a mean logged by a job equals the mean of the same per-question values computed anywhere else, to the bit."""
+    columns = np.asarray(values, dtype=np.float64)
+    columns = columns[:, None] if columns.ndim == 1 else columns
+    sums = np.array([math.fsum(column) for column in columns.T.tolist()])
+    return sums / columns.shape[0] if columns.shape[0] else np.full(columns.shape[1], np.nan)
+
+
 def bootstrap_ci(
     values: np.ndarray,
     resamples: int = DEFAULT_RESAMPLES,
@@ -108,7 +118,7 @@ def bootstrap_ci(
     columns = values[:, None] if values.ndim == 1 else values
     if columns.shape[0] == 0:
         raise ValueError("cannot bootstrap an empty set of questions")
-    mean = columns.mean(axis=0)
+    mean = exact_mean(columns)
     if method == "percentile":
         low, high = percentile_bounds(resample_means(columns, resamples, seed, progress), confidence)
     elif method == "bca":

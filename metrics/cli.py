@@ -14,26 +14,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
+from metrics.bootstrap import exact_mean
 from metrics.errors import InputError
 from metrics.evaluate import EvalSettings, evaluate
 from metrics.judged import judged_only
 from metrics.qrels import Qrels
 from metrics.run import Run
 from metrics.spec import MetricSpec, parse_trec_measure, trec_form
-from metrics.trec import read_trec_qrels, read_trec_run
+from metrics.trec import read_qrels, read_trec_run
 
 PROG = "python -m metrics"
 COUNTS = ("num_ret", "num_rel", "num_rel_ret")
 SUMMARY_ONLY = ("runid", "num_q")
 # trec_eval prints its measures in this order, whatever the order they were asked for in
-ORDER = ("runid", "num_q", *COUNTS, "map", "Rprec", "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "success")
-FAMILY = {"map": "map", "r_precision": "Rprec", "mrr": "recip_rank", "precision": "P", "recall": "recall",
-          "hit_rate": "success"}
-OFFICIAL = ("runid", "num_q", *COUNTS, "map", "Rprec", "recip_rank", "P")
+ORDER = ("runid", "num_q", *COUNTS, "map", "Rprec", "bpref", "recip_rank", "P", "recall", "ndcg", "ndcg_cut",
+         "success", "judged")  # judged@k is not trec_eval's: printed last
+FAMILY = {"map": "map", "r_precision": "Rprec", "bpref": "bpref", "mrr": "recip_rank", "precision": "P",
+          "recall": "recall", "hit_rate": "success", "judged": "judged"}
+OFFICIAL = ("runid", "num_q", *COUNTS, "map", "Rprec", "bpref", "recip_rank", "P")
 NICKNAMES = {
-    # trec_eval's default set, less the measures rankscope does not compute (gm_map, bpref, iprec_at_recall)
+    # trec_eval's default set, less the measures rankscope does not compute (gm_map, iprec_at_recall)
     "official": OFFICIAL,
     # every trec_eval measure rankscope computes, at trec_eval's default cutoffs
     "all_trec": (*OFFICIAL, "recall", "ndcg", "ndcg_cut", "success"),
@@ -69,7 +69,8 @@ def columns(texts: Sequence[str]) -> list[Column]:
         except InputError as err:
             hint = ""
             if err.reason.startswith(("unknown", "cannot read metric")):
-                hint = f"; trec_eval names known: {', '.join(ORDER)}, {', '.join(NICKNAMES)}"
+                known = [name for name in ORDER if name != "judged"]  # judged@k is rankscope's name, not trec_eval's
+                hint = f"; trec_eval names known: {', '.join(known)}, {', '.join(NICKNAMES)}"
             raise InputError(f"-m {text}: {err.reason}{hint}") from None
         trec = trec_form(text) is not None
         for spec in specs:
@@ -116,7 +117,7 @@ def report(
             return len(rows)
         if col.spec is None:
             return int(ev.counts.loc[rows, col.family].sum())
-        return float(np.mean(ev.per_question.loc[rows, col.spec.name].to_numpy()))
+        return float(exact_mean(ev.per_question.loc[rows, col.spec.name].to_numpy())[0])
 
     lines = []
     if per_question:
@@ -132,13 +133,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Evaluate a TREC run against TREC qrels, printing trec_eval's layout.")
-    p.add_argument("qrels", help="judgments: 'qid iter docno relevance' lines")
+    p = _Parser(prog=PROG, description="Evaluate a TREC run against TREC or BEIR qrels, printing trec_eval's layout.")
+    p.add_argument("qrels", help="judgments: TREC 'qid iter docno relevance' lines, or BEIR's qrels TSV "
+                                 "'query-id<TAB>corpus-id<TAB>score' (header line optional)")
     p.add_argument("run", help="results: 'qid Q0 docno rank score tag' lines (ordered by score desc, docno desc)")
     p.add_argument("-m", dest="measures", action="append", metavar="MEASURE",
                    help="trec_eval name (map, recip_rank, P_5, P.5,10, recall.5,100, ndcg_cut, ndcg, success.1,5,10, "
-                        "Rprec, num_q, num_ret, num_rel, num_rel_ret, runid, 'official', 'all_trec') or rankscope "
-                        "name (ndcg@5, hit_rate@3, mrr); repeatable. Default: official")
+                        "Rprec, bpref, num_q, num_ret, num_rel, num_rel_ret, runid, 'official', 'all_trec') or "
+                        "rankscope name (ndcg@5, hit_rate@3, mrr, judged@10); repeatable. Default: official")
     p.add_argument("-q", dest="per_question", action="store_true", help="also print each query's values")
     p.add_argument("-c", dest="complete", action="store_true",
                    help="average over every judged query: one missing from the run scores 0")
@@ -154,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         cols = columns(args.measures or ["official"])
-        qrels = read_trec_qrels(args.qrels)
+        qrels = read_qrels(args.qrels)
         run = read_trec_run(args.run)
         if args.max_docs is not None:
             if args.max_docs < 1:

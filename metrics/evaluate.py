@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from metrics import ranking
+from metrics.bootstrap import exact_mean
 from metrics.judged import Judged, judge
 from metrics.qrels import Qrels
 from metrics.run import Run
@@ -37,7 +38,9 @@ class Evaluation:
     counts: pd.DataFrame | None = None  # per question: num_ret, num_rel, num_rel_ret (trec_eval's counts)
 
     def means(self) -> pd.Series:
-        return self.per_question[[m.name for m in self.metrics]].mean()
+        """Each metric's mean over the scored questions (its sum correctly rounded: see ``exact_mean``)."""
+        names = [m.name for m in self.metrics]
+        return pd.Series(exact_mean(self.per_question[names].to_numpy(dtype=np.float64)), index=names)
 
 
 def compute(judged: Judged, metrics: Sequence[MetricSpec], settings: EvalSettings) -> dict[str, np.ndarray]:
@@ -59,6 +62,11 @@ def compute(judged: Judged, metrics: Sequence[MetricSpec], settings: EvalSetting
             out[spec.name] = ranking.average_precision(rel, n_rel)
         elif spec.measure == "r_precision":
             out[spec.name] = ranking.r_precision(rel, n_rel)
+        elif spec.measure == "bpref":
+            out[spec.name] = ranking.bpref(judged.judged(), max(settings.level, 0), n_rel,
+                                           judged.n_nonrelevant(settings.level))
+        elif spec.measure == "judged":
+            out[spec.name] = ranking.judged_share(judged.judged(), judged.lengths, spec.k)
         elif spec.measure == "ndcg":
             if gain is None:
                 gain, ideal = judged.gains(settings.gain)

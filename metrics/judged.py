@@ -36,6 +36,16 @@ class Judged:
         """Relevant judgments per question, retrieved or not."""
         return self.ideal.where(self.ideal.values >= max(level, 0)).count()
 
+    def judged(self) -> Hits:
+        """The retrieved documents that are judged: any grade of 0 or more (a negative grade is trec_eval's "in the
+        pool, not judged")."""
+        return self.relevant(0)
+
+    def n_nonrelevant(self, level: int = 1) -> np.ndarray:
+        """Judgments below ``level`` (and not negative) per question, retrieved or not: bpref's N."""
+        values = self.ideal.values
+        return self.ideal.where((values >= 0) & (values < level)).count()
+
     def gains(self, kind: str) -> tuple[Hits, Hits]:
         """The gains of the retrieved documents and of the ideal ordering."""
         return (replace(self.hits, values=ranking.gains(self.hits.values, kind)),
@@ -143,7 +153,7 @@ def judged_only(run: Run, qrels: Qrels) -> Run:
     Later documents move up, so ranks are counted among judged documents only.
     """
     joined = judge(run, qrels, list(run.query_ids))
-    kept = joined.relevant(0)
+    kept = joined.judged()
     keep = np.zeros(run.docs.shape, dtype=bool)
     keep[kept.rows, kept.cols] = True
     order = np.argsort(~keep, axis=1, kind="stable")

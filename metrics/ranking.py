@@ -104,6 +104,37 @@ def r_precision(rel: Hits, n_rel: np.ndarray) -> np.ndarray:
     return _safe_div(within.count(), n_rel)
 
 
+def judged_share(judged: Hits, lengths: np.ndarray, k: int) -> np.ndarray:
+    """Share of the top k that is judged, any grade (ir_measures' Judged@k).
+
+    ``judged`` holds the retrieved documents with a judgment, ``lengths`` how many each question retrieved. As in
+    ir_measures, a question that retrieved fewer than k documents is divided by what it retrieved, not by k; one that
+    retrieved nothing scores 0 (ir_measures has no value for it).
+    """
+    return _safe_div(judged.count(k), np.minimum(lengths, k))
+
+
+def bpref(judged: Hits, level: int, n_rel: np.ndarray, n_nonrel: np.ndarray) -> np.ndarray:
+    """trec_eval's bpref: for each relevant document retrieved, one minus the share of judged non-relevant documents
+    ranked above it (at most R of them counted, over min(R, N)), summed and divided by R.
+
+    ``judged`` holds the retrieved documents with a judgment, valued with their grade (``level`` and above is
+    relevant); unjudged documents are ignored. ``n_rel`` is R, ``n_nonrel`` N: each question's relevant and
+    non-relevant judgments, retrieved or not. Terms are added rank by rank, as trec_eval adds them.
+    """
+    nonrel = judged.values < level
+    seen = np.cumsum(nonrel) - nonrel  # non-relevant cells before each cell, counted from the first question
+    starts = judged.firsts()
+    base = np.zeros(judged.n, dtype=np.int64)
+    base[judged.rows[starts]] = seen[starts]
+    above = (seen - base[judged.rows])[~nonrel]
+    rows = judged.rows[~nonrel]
+    r, n = n_rel[rows], n_nonrel[rows]
+    share = np.divide(np.minimum(above, r), np.minimum(n, r), out=np.zeros(len(rows)), where=above > 0)
+    relevant = Hits(rows, judged.cols[~nonrel], judged.values[~nonrel], judged.n)
+    return _safe_div(relevant.total(1.0 - share), n_rel)
+
+
 def gains(grades: np.ndarray, kind: str = "linear") -> np.ndarray:
     """Gain of each grade: the grade itself (linear) or 2^grade - 1 (exponential); non-positive grades gain 0."""
     g = np.maximum(grades, 0).astype(np.float64)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -73,17 +73,6 @@ class Run:
 
     def truncated(self, depth: int) -> Run:
         return Run(self.query_ids, self.doc_ids, self.docs[:, :depth], self.scores[:, :depth], self.name)
-
-    def trec_lines(self, tag: str | None = None) -> Iterable[str]:
-        """The run as TREC run-file lines (``qid Q0 docno rank score tag``).
-
-        Scores are written at full (round-trip) precision so reading the file back creates no new ties;
-        documents whose scores are exactly equal will be re-ordered by docno descending by trec_eval.
-        """
-        tag = tag or self.name
-        for i, qid in enumerate(self.query_ids):
-            for j in range(int(self._lengths[i])):
-                yield f"{qid} Q0 {self.doc_ids[self.docs[i, j]]} {j + 1} {float(self.scores[i, j])!r} {tag}"
 
     @classmethod
     def from_rankings(

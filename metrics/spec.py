@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from metrics.errors import InputError
 
-# measure -> (needs a cutoff, trec_eval name pattern, short description)
-MEASURES: dict[str, tuple[str | None, str]] = {
+# measure -> (cutoff: "required", "optional" or None, trec_eval's name pattern, or None when trec_eval has none)
+MEASURES: dict[str, tuple[str | None, str | None]] = {
     "hit_rate": ("required", "success_{k}"),
     "recall": ("required", "recall_{k}"),
     "precision": ("required", "P_{k}"),
@@ -16,6 +16,8 @@ MEASURES: dict[str, tuple[str | None, str]] = {
     "mrr": (None, "recip_rank"),
     "map": (None, "map"),
     "r_precision": (None, "Rprec"),
+    "bpref": (None, "bpref"),  # trec_eval's bpref: judged relevant above judged non-relevant, unjudged ignored
+    "judged": ("required", None),  # ir_measures' Judged@k: the share of the top k that is judged
 }
 
 ALIASES = {"success": "hit_rate", "hit": "hit_rate", "p": "precision", "rr": "mrr", "ap": "map", "rprec": "r_precision"}
@@ -30,6 +32,7 @@ TREC_NAMES = {
     "map": "map",
     "ndcg": "ndcg",
     "Rprec": "r_precision",
+    "bpref": "bpref",
 }
 
 # trec_eval's default cutoffs for each family, used when a family is named without any
@@ -62,7 +65,10 @@ class MetricSpec:
 
     @property
     def trec_name(self) -> str:
+        """trec_eval's name (``ndcg_cut_5``); a measure trec_eval lacks (``judged@10``) keeps its own."""
         pattern = MEASURES[self.measure][1]
+        if pattern is None:
+            return self.name
         if self.k is None:
             return "ndcg" if self.measure == "ndcg" else pattern
         return pattern.format(k=self.k)

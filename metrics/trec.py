@@ -1,8 +1,23 @@
-"""TREC qrels and run files, read the way trec_eval reads them."""
+"""TREC qrels and run files, read the way trec_eval reads them (BEIR's qrels TSV too), and run files written so that
+trec_eval reads back the order they were written in.
+
+trec_eval keeps each score as a C ``float`` (32 bits: ``TEXT_RESULTS.sim`` in its ``trec_format.h``) and orders a
+question's documents by that score descending, ties by docno descending. :func:`read_trec_run` orders the same way.
+
+A ranking rankscope makes orders ties by document id *ascending* (SPEC.md), and its figures are computed in that
+order; a ranking from outside (a run file, a user's engine) is already in trec_eval's order. So that
+``python -m metrics -c`` or trec_eval, re-scoring the run file a job wrote, gets the figures the job logged,
+:func:`write_trec_run` writes the job's order into the scores themselves: within a question, in rank order, a score
+that trec_eval would read as tied with the previous written score, or above it (a ranking not in descending order),
+is written one unit in the last place of a 32-bit float below that previous score (repeated down a run of ties), so
+the written scores strictly decrease as trec_eval reads them and as rankscope reads them. Every other score is
+written exactly (``repr``: it reads back to the same 64-bit value). A nudged score differs from the computed one by
+about one part in ten million; a 64-bit unit would not do, since trec_eval's 32-bit scores would tie again.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -11,18 +26,24 @@ import pandas as pd
 from metrics.errors import InputError
 from metrics.qrels import Qrels, QrelsBuilder
 from metrics.run import PAD, Run
+from metrics.textfile import shown, text_lines
+
+BEIR_HEADER = ("query-id", "corpus-id", "score")
 
 
 def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
     """Numbered, split lines; blank lines and ``#`` comment lines are skipped, as trec_eval skips them."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("no such file", path)
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, 1):
-            fields = line.split()
-            if fields and not fields[0].startswith("#"):
-                yield number, fields
+    for number, line in text_lines(path):
+        fields = line.split()
+        if fields and not fields[0].startswith("#"):
+            yield number, fields
+
+
+def _grade(text: str, path: str | Path, number: int, field: str = "relevance") -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise InputError(f"{field} {shown(text)} is not an integer", path, number) from None
 
 
 def read_trec_qrels(path: str | Path) -> Qrels:
@@ -31,12 +52,51 @@ def read_trec_qrels(path: str | Path) -> Qrels:
     for number, fields in _lines(path):
         if len(fields) != 4:
             raise InputError(f"expected 4 fields 'qid iter docno relevance', found {len(fields)}", path, number)
-        try:
-            grade = int(fields[3])
-        except ValueError:
-            raise InputError(f"relevance {fields[3]!r} is not an integer", path, number) from None
-        judgments.add(fields[0], fields[2], grade, number)
+        judgments.add(fields[0], fields[2], _grade(fields[3], path, number), number)
     return judgments.build()
+
+
+def read_beir_qrels(path: str | Path) -> Qrels:
+    """BEIR's ``query-id<TAB>corpus-id<TAB>score`` lines, with or without that header line (ids may hold spaces
+    when the fields are tab-separated); blank lines are skipped. A repeated pair is an error naming both lines."""
+    judgments = QrelsBuilder(path)
+    first = True
+    for number, line in text_lines(path):
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.rstrip("\n\r").split("\t")]
+        if len(fields) != 3:
+            fields = line.split()
+        if len(fields) != 3:
+            raise InputError(f"expected 3 tab-separated fields 'query-id corpus-id score', found {len(fields)}",
+                             path, number)
+        if first and not _is_integer(fields[2]):
+            first = False
+            continue  # the header line ('query-id corpus-id score', or a header of other names)
+        first = False
+        judgments.add(fields[0], fields[1], _grade(fields[2], path, number, "score"), number)
+    return judgments.build()
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """TREC qrels (4 fields) or BEIR's qrels TSV (3 fields, header optional), told apart by the first line that
+    is neither blank nor a ``#`` comment."""
+    for number, fields in _lines(path):
+        if len(fields) == 4:
+            return read_trec_qrels(path)
+        if len(fields) == 3 or tuple(f.lower() for f in fields) == BEIR_HEADER:
+            return read_beir_qrels(path)
+        raise InputError(f"expected TREC qrels (4 fields 'qid iter docno relevance') or BEIR qrels (3 tab-separated "
+                         f"fields 'query-id corpus-id score'), found {len(fields)} fields", path, number)
+    return read_trec_qrels(path)  # no judgment at all: an empty Qrels
+
+
+def _is_integer(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
 
 
 def read_trec_run(path: str | Path, name: str | None = None) -> Run:
@@ -54,9 +114,9 @@ def read_trec_run(path: str | Path, name: str | None = None) -> Run:
         try:
             score = float(fields[4])
         except ValueError:
-            raise InputError(f"score {fields[4]!r} is not a number", path, number) from None
+            raise InputError(f"score {shown(fields[4])} is not a number", path, number) from None
         if not np.isfinite(score):
-            raise InputError(f"score {fields[4]!r} is not finite", path, number)
+            raise InputError(f"score {shown(fields[4])} is not finite", path, number)
         q.append(fields[0])
         d.append(fields[2])
         s.append(score)
@@ -73,13 +133,19 @@ def read_trec_run(path: str | Path, name: str | None = None) -> Run:
 
 
 def run_from_frame(frame: pd.DataFrame, name: str) -> Run:
-    """Columns ``q``, ``d``, ``s`` in any order -> a Run ordered score desc, docno desc (trec_eval's order)."""
+    """Columns ``q``, ``d``, ``s`` in any order -> a Run ordered score desc, docno desc (trec_eval's order).
+
+    Scores are compared as trec_eval keeps them, as 32-bit floats: two scores it cannot tell apart are tied, and
+    ordered by docno descending; each keeps its 64-bit value.
+    """
     if frame.empty:
         return Run(np.array([], dtype=object), np.array([], dtype=object), np.zeros((0, 0)), np.zeros((0, 0)), name)
     qcodes, queries = pd.factorize(frame["q"], sort=True)
     dcodes, docs = pd.factorize(frame["d"], sort=True)
     # dcodes follow sorted docno, so "docno descending" is "code descending"
-    order = np.lexsort((-dcodes, -frame["s"].to_numpy(), qcodes))
+    with np.errstate(over="ignore"):  # beyond float32's range trec_eval reads an infinity too
+        kept = frame["s"].to_numpy().astype(np.float32)
+    order = np.lexsort((-dcodes, -kept, qcodes))
     qcodes, dcodes, scores = qcodes[order], dcodes[order], frame["s"].to_numpy()[order]
     counts = np.bincount(qcodes, minlength=len(queries))
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
@@ -91,9 +157,36 @@ def run_from_frame(frame: pd.DataFrame, name: str) -> Run:
     return Run(np.asarray(queries, dtype=object), np.asarray(docs, dtype=object), matrix, values, name)
 
 
+def written_scores(scores: np.ndarray) -> np.ndarray:
+    """The scores a run file holds for ``scores`` (one row per question, in rank order, NaN after the last), strictly
+    decreasing along each row as trec_eval reads them: see the module's docstring for the rule."""
+    out = np.array(scores, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        kept = out.astype(np.float32)  # what trec_eval reads
+        if out.shape[1] < 2 or not (kept[:, 1:] >= kept[:, :-1]).any():  # NaN compares False: padding never clashes
+            return out
+        for j in range(1, out.shape[1]):
+            clash = kept[:, j] >= kept[:, j - 1]
+            if clash.any():
+                below = np.nextafter(kept[clash, j - 1], np.float32(-np.inf))
+                kept[clash, j] = below
+                out[clash, j] = below
+    return out
+
+
+def trec_lines(run: Run, tag: str | None = None) -> Iterator[str]:
+    """The run as TREC run-file lines (``qid Q0 docno rank score tag``), scores as :func:`written_scores` gives them."""
+    tag = tag or run.name
+    scores = written_scores(run.scores)
+    for i, qid in enumerate(run.query_ids):
+        for j in range(int(run.lengths[i])):
+            yield f"{qid} Q0 {run.doc_ids[run.docs[i, j]]} {j + 1} {float(scores[i, j])!r} {tag}"
+
+
 def write_trec_run(run: Run, path: str | Path, tag: str | None = None) -> Path:
+    """Write ``run`` as a TREC run file whose order trec_eval (and :func:`read_trec_run`) reads back as written."""
     path = Path(path)
     with path.open("w", encoding="utf-8") as handle:
-        for line in run.trec_lines(tag):
+        for line in trec_lines(run, tag):
             handle.write(line + "\n")
     return path

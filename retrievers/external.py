@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from metrics.errors import InputError
+from metrics.errors import InputError, Note
 from metrics.run import Run
 from metrics.trec import run_from_frame
 from retrievers.base import Documents, Retriever, _check_batch, select_rows
@@ -169,15 +169,19 @@ class ExternalSearch(Retriever):
         found = []
         if self._unknown:
             ids = list(self._unknown)
-            found.append(f"{where}: {sum(self._unknown.values())} result(s) name {len(ids)} document id(s) the corpus "
-                         f"does not hold: {listing(ids)} (dropped)")
+            found.append(Note(f"{where}: {sum(self._unknown.values())} result(s) name {len(ids)} document id(s) the "
+                              f"corpus does not hold: {listing(ids)} (dropped)", "results_unknown_document",
+                              sum(self._unknown.values()), ids[:SHOWN]))
         if self._repeated:
-            found.append(f"{where}: {sum(self._repeated.values())} result(s) repeat a document already listed for "
-                         f"the same question: {listing(list(self._repeated))} (the first kept)")
+            ids = list(self._repeated)
+            found.append(Note(f"{where}: {sum(self._repeated.values())} result(s) repeat a document already listed "
+                              f"for the same question: {listing(ids)} (the first kept)", "results_repeated",
+                              sum(self._repeated.values()), ids[:SHOWN]))
         if self._cut:
-            found.append(f"{where}: {self._cut} question(s) got more results than asked for (the first k kept, in "
-                         f"trec_eval's order)")
+            found.append(Note(f"{where}: {self._cut} question(s) got more results than asked for (the first k kept, "
+                              f"in trec_eval's order)", "questions_over_k", self._cut))
         if self._unsorted:
-            found.append(f"{where}: {len(self._unsorted)} question(s) have scores that are not in descending order: "
-                         f"{listing(self._unsorted)} (ranked by score, higher first, as trec_eval does)")
+            found.append(Note(f"{where}: {len(self._unsorted)} question(s) have scores that are not in descending "
+                              f"order: {listing(self._unsorted)} (ranked by score, higher first, as trec_eval does)",
+                              "questions_unsorted", len(self._unsorted), self._unsorted[:SHOWN]))
         return found

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from metrics.errors import Note
 from metrics.run import PAD, Run
 from retrievers.base import Documents, Retriever, ScoringRetriever, _assemble, _check_batch
 from retrievers.topk import top_k_dense
@@ -46,8 +47,8 @@ class Rerank(Retriever):
     def notes(self) -> list[str]:
         found = self.first.notes() + self.second.notes()
         if self.unscored:
-            found.append(f"{self.unscored} first-stage candidate(s) are not in the second stage's corpus: they "
-                         f"cannot be re-scored and were dropped")
+            found.append(Note(f"{self.unscored} first-stage candidate(s) are not in the second stage's corpus: they "
+                              f"cannot be re-scored and were dropped", "candidates_unscored", self.unscored))
         return found
 
     def index(self, docs: Documents) -> Rerank:

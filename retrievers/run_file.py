@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from metrics.errors import InputError
+from metrics.errors import InputError, Note
 from metrics.run import Run
 from metrics.trec import read_trec_run
 from retrievers.base import BuildContext, Documents, Retriever, _check_batch, select_rows
-from retrievers.external import listing
+from retrievers.external import SHOWN, listing
 
 
 @dataclass
@@ -33,8 +33,8 @@ class RunFile(Retriever):
         unknown = getattr(self, "unknown_docs", [])
         if not unknown:
             return []
-        return [f"{self.path}: {len(unknown)} document id(s) are not in the corpus: {listing(unknown)} (they count "
-                f"as retrieved and not relevant)"]
+        return [Note(f"{self.path}: {len(unknown)} document id(s) are not in the corpus: {listing(unknown)} (they "
+                     f"count as retrieved and not relevant)", "run_unknown_document", len(unknown), unknown[:SHOWN])]
 
     def index(self, docs: Documents) -> RunFile:
         self._run = read_trec_run(self.path)

@@ -28,6 +28,14 @@ LISTED_IN_LABEL = 3  # a group of more systems is labelled "A and N others (iden
 BEYOND = re.compile(r"beyond depth (\d+)")
 MAX_PAIRED = 40  # above this many distinct systems (780 pairs), only the comparisons against the top one are made
 
+JUDGED = MetricSpec("judged", 10)
+JUDGED_FLOOR = 0.8  # below it, too much of a system's top 10 was never judged: its nDCG undercounts
+
+
+def thinly_judged(judged: float | None) -> bool:
+    """True when a system's judged@10 (None: not measured) is below :data:`JUDGED_FLOOR`."""
+    return judged is not None and not pd.isna(judged) and judged < JUDGED_FLOOR
+
 
 @dataclass
 class SystemRun:
@@ -119,6 +127,13 @@ class SweepSummary:
         n = int(varying["n"].iloc[0])
         sd = float(varying["sd"].median())
         return Sensitivity(n, sd, minimum_detectable_effect(sd, n, self.alpha, self.power), self.alpha, self.power)
+
+
+    def thinly_judged(self) -> dict[str, float]:
+        """Finished systems whose judged@10 is below :data:`JUDGED_FLOOR`, with it (systems that did not measure
+        judged@10 are not listed)."""
+        found = {s.name: s.metrics.get(JUDGED.mlflow_key) for s in self.finished}
+        return {name: float(judged) for name, judged in found.items() if thinly_judged(judged)}
 
 
 def group_label(members: list[str]) -> str:

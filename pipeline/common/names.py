@@ -19,6 +19,7 @@ TAG_LAUNCHER = "rankscope.launcher"
 TAG_CORPUS = "rankscope.corpus"  # the corpus's name
 TAG_CORPUS_DIGEST = "rankscope.corpus_digest"  # documents, questions and judgments together
 TAG_JUDGMENTS = "rankscope.judgments"  # the judgments file the job read: which split it was scored on
+TAG_NOTES = "rankscope.notes"  # what the job went on with (dropped judgments, empty texts ...): one line per kind
 TAG_CONFIG_DIGEST = "rankscope.config_digest"
 TAG_CODE_VERSION = "rankscope.code_version"
 TAG_VERSION = "rankscope.version"
@@ -49,6 +50,7 @@ PER_QUESTION_TABLE = "per_question.json"  # the same table as an MLflow table (l
 RUN_FILE = "run.trec"
 MEANS_FILE = "metrics.csv"
 DIAGNOSIS_FILE = "diagnosis.txt"
+NOTES_FILE = "notes.txt"  # TAG_NOTES's lines, in full; written only when the job has notes
 PLOTS_DIR = "plots"
 RECORD_FILE = "record.json"  # what the job's MLflow run will hold, written before anything is logged
 

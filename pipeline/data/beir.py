@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from metrics.errors import InputError
-from metrics.qrels import Qrels, QrelsBuilder
+from metrics.errors import InputError, Note
+from metrics.textfile import check_file, text_lines
+from metrics.trec import read_beir_qrels
 from pipeline.common import progress
 from pipeline.data.collection import Collection
 
@@ -22,17 +23,24 @@ def _listing(ids: list[str]) -> str:
     return head + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
 
 
-def _open_text(path: Path):
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
+def _opener(path: Path):
+    """What opens the file's bytes (decompressed for .gz); :func:`metrics.textfile.text_lines` decodes them, so a
+    byte that is not UTF-8 is one line naming the file, the line and the byte offset."""
+    return (lambda: gzip.open(path, "rb")) if path.suffix == ".gz" else (lambda: path.open("rb"))
 
 
 def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
     """Stream ``(line, _id, text)``; a title is prepended to the text as BEIR does."""
+    try:
+        yield from _records(check_file(path), what)
+    except (OSError, EOFError) as exc:  # a damaged .gz file
+        raise InputError(f"cannot be read: {exc}", path) from None
+
+
+def _records(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
     size = path.stat().st_size if path.suffix != ".gz" else None  # characters read track bytes closely enough
-    with _open_text(path) as handle, progress.ticker(size, f"reading {path.name}", "B", unit_scale=True) as tick:
-        for number, line in enumerate(handle, 1):
+    with progress.ticker(size, f"reading {path.name}", "B", unit_scale=True) as tick:
+        for number, line in text_lines(path, _opener(path)):
             tick(len(line))
             if not line.strip():
                 continue
@@ -50,7 +58,28 @@ def read_jsonl(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
             yield number, str(record["_id"]), f"{title} {text}".strip() if title else text.strip()
 
 
-def _read_records(path: Path, what: str, notes: list[str]) -> tuple[list[str], list[str]]:
+# the kinds of note a load makes (a job logs each one's count as the metric system/notes_<kind>)
+EMPTY_DOCUMENTS = "documents_empty_text"
+EMPTY_QUESTIONS = "questions_empty_text"
+UNKNOWN_DOCUMENT = "judgments_unknown_document"
+UNKNOWN_QUESTION = "judgments_unknown_question"
+WITHOUT_RELEVANT = "questions_without_relevant"
+
+
+class Notes(list):
+    """The notes of one load; with ``strict``, the first one raises instead (``corpus.strict=true``)."""
+
+    def __init__(self, strict: bool) -> None:
+        super().__init__()
+        self.strict = strict
+
+    def add(self, text: str, kind: str, ids: list[str], count: int | None = None, kept: str = "") -> None:
+        if self.strict:
+            raise InputError(f"{text} (corpus.strict=true makes this an error)")
+        self.append(Note(f"{text} {kept}".rstrip(), kind, len(ids) if count is None else count, ids[:SHOWN]))
+
+
+def _read_records(path: Path, what: str, notes: Notes) -> tuple[list[str], list[str]]:
     ids, texts, first_line = [], [], {}
     empty = []
     for number, ident, text in read_jsonl(path, what):
@@ -62,34 +91,10 @@ def _read_records(path: Path, what: str, notes: list[str]) -> tuple[list[str], l
         if not text:
             empty.append(ident)
     if empty:
-        notes.append(f"{path.name}: {len(empty)} {what}(s) with empty text: {_listing(empty)} "
-                     f"(kept; they can match nothing)")
+        kind = EMPTY_DOCUMENTS if what == "document" else EMPTY_QUESTIONS
+        notes.add(f"{path}: {len(empty)} {what}(s) with empty text: {_listing(empty)}", kind, empty,
+                  kept="(kept; they can match nothing)")
     return ids, texts
-
-
-def read_beir_qrels(path: Path) -> Qrels:
-    """``query-id<TAB>corpus-id<TAB>score`` with an optional header line."""
-    judgments = QrelsBuilder(path)
-    header_allowed = True
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            may_be_header, header_allowed = header_allowed, False
-            fields = line.rstrip("\n\r").split("\t")
-            if len(fields) != 3:
-                fields = line.split()
-            if len(fields) != 3:
-                raise InputError(f"expected 3 tab-separated fields 'query-id corpus-id score', "
-                                 f"found {len(fields)}", path, number)
-            try:
-                grade = int(fields[2])
-            except ValueError:
-                if may_be_header:
-                    continue  # the header line ('query-id corpus-id score')
-                raise InputError(f"score {fields[2]!r} is not an integer", path, number) from None
-            judgments.add(fields[0].strip(), fields[1].strip(), grade, number)
-    return judgments.build()
 
 
 def find_corpus_file(folder: Path) -> Path:
@@ -102,8 +107,10 @@ def find_corpus_file(folder: Path) -> Path:
 def load_beir(path: str | Path, split: str = "test", name: str | None = None, strict: bool = False) -> Collection:
     """Load and validate a BEIR folder; the questions are those judged in ``split``.
 
-    Judgments naming unknown documents or questions are dropped and reported in ``notes`` (or raise, with
-    ``strict``); malformed lines and duplicate ids always raise :class:`InputError` with file and line.
+    What the load goes on with is reported in ``notes``, one :class:`~metrics.errors.Note` per kind: judgments naming
+    unknown documents or questions (dropped), documents or questions with empty text (kept), questions without a
+    relevant judgment (left out of the means). With ``strict`` each of them raises instead. Malformed lines,
+    duplicate ids and bytes that are not UTF-8 always raise :class:`InputError` with file and line.
     """
     folder = Path(path)
     if not folder.is_dir():
@@ -113,7 +120,7 @@ def load_beir(path: str | Path, split: str = "test", name: str | None = None, st
         available = sorted(p.stem for p in (folder / "qrels").glob("*.tsv")) if (folder / "qrels").is_dir() else []
         raise InputError(f"no judgments for split {split!r} (available: {', '.join(available) or 'none'})",
                          qrels_path)
-    notes: list[str] = []
+    notes = Notes(strict)
     doc_ids, doc_texts = _read_records(find_corpus_file(folder), "document", notes)
     all_qids, all_qtexts = _read_records(folder / "queries.jsonl", "question", notes)
     qrels = read_beir_qrels(qrels_path)
@@ -124,20 +131,20 @@ def load_beir(path: str | Path, split: str = "test", name: str | None = None, st
     for mask, what in ((bad_doc, "documents"), (bad_q, "questions")):
         if mask.any():
             ids = list(dict.fromkeys((qrels.doc_ids if what == "documents" else qrels.query_ids)[mask].tolist()))
-            message = (f"{qrels_path}: {int(mask.sum())} judgment(s) name {len(ids)} {what} missing from the "
-                       f"{'corpus' if what == 'documents' else 'questions file'}: {_listing(ids)}")
-            if strict:
-                raise InputError(message)
-            notes.append(message + " (dropped)")
+            notes.add(f"{qrels_path}: {int(mask.sum())} judgment(s) name {len(ids)} {what} missing from the "
+                      f"{'corpus' if what == 'documents' else 'questions file'}: {_listing(ids)}",
+                      UNKNOWN_DOCUMENT if what == "documents" else UNKNOWN_QUESTION, ids, int(mask.sum()), "(dropped)")
     qrels = qrels.subset(~(bad_doc | bad_q))
 
     judged = set(qrels.query_ids.tolist())
     keep = [i for i, q in enumerate(all_qids) if q in judged]
     query_ids = [all_qids[i] for i in keep]
     query_texts = [all_qtexts[i] for i in keep]
-    without = [q for q in query_ids if q not in set(qrels.relevant_queries(1))]
+    relevant = set(qrels.relevant_queries(1))
+    without = [q for q in query_ids if q not in relevant]
     if without:
-        notes.append(f"{len(without)} question(s) have no relevant judgment in split {split!r}: {_listing(without)} "
-                     f"(left out of the means)")
+        notes.add(f"{qrels_path}: {len(without)} question(s) have no relevant judgment in split {split!r}: "
+                  f"{_listing(without)}", WITHOUT_RELEVANT, without, kept="(left out of the means)")
     return Collection(name or folder.name, doc_ids, doc_texts, query_ids, query_texts, qrels,
-                      source=str(folder.resolve()), split=split, notes=notes, judgments=str(qrels_path.resolve()))
+                      source=str(folder.resolve()), split=split, notes=list(notes),
+                      judgments=str(qrels_path.resolve()))

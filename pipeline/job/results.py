@@ -10,7 +10,7 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from metrics.bootstrap import Interval, bootstrap_ci
-from metrics.errors import InputError
+from metrics.errors import InputError, Note
 from metrics.evaluate import Evaluation, evaluate
 from metrics.run import PAD, Run
 from metrics.trec import write_trec_run
@@ -20,6 +20,8 @@ from pipeline.common.names import (
     DOCUMENTS_METRIC,
     LOWER,
     MEANS_FILE,
+    NOTES_FILE,
+    NOTES_PREFIX,
     PER_QUESTION_FILE,
     QUESTIONS_PREFIX,
     RUN_FILE,
@@ -33,6 +35,8 @@ from pipeline.reports.text import job_text
 from retrievers import Retriever
 
 TOP_SHOWN = 3  # top document ids kept per question in the per-question table
+IDS_SHOWN = 5  # ids a merged note keeps
+OWN_NOTE = "retriever"  # the kind of a note that is a plain line (a user's own retriever's notes())
 
 
 @dataclass
@@ -49,7 +53,7 @@ class JobResult:
     table: pd.DataFrame  # one row per evaluated question: see per_question_table()
     seconds: dict[str, float] = field(default_factory=dict)
     extra_metrics: dict[str, float] = field(default_factory=dict)  # cache/* reuse counts; later stages add theirs
-    notes: list[str] = field(default_factory=list)  # what loading and ranking dropped or corrected, one line each
+    notes: list[str] = field(default_factory=list)  # what loading and ranking dropped or corrected: see note_lines()
 
     @classmethod
     def of(cls, system: str, collection: Collection, retriever: Retriever, run: Run, evaluation: Evaluation,
@@ -75,8 +79,14 @@ class JobResult:
         out[QUESTIONS_PREFIX + "no_results"] = int((self.table["retrieved"] == 0).sum())
         out[DOCUMENTS_METRIC] = len(self.collection.doc_ids)
         out.update({f"{TIME_PREFIX}{stage}_s": round(s, 4) for stage, s in self.seconds.items()})
+        out.update({f"{NOTES_PREFIX}{note.kind}": note.count for note in self.note_lines()})
         out.update(self.extra_metrics)
         return out
+
+    def note_lines(self) -> list[Note]:
+        """The notes, one per kind, in the order the kinds first came: what the job printed, logs (the metric
+        ``system/notes_<kind>`` counts, the tag and ``notes.txt`` hold the text) and keeps."""
+        return merged_notes(self.notes)
 
     def text(self) -> str:
         """The terminal table: each metric's mean with its interval, under a line saying what was measured."""
@@ -85,6 +95,19 @@ class JobResult:
     def means_frame(self) -> pd.DataFrame:
         rows = [(name, iv.mean, iv.low, iv.high) for name, iv in self.intervals.items()]
         return pd.DataFrame(rows, columns=["metric", "mean", "ci_low", "ci_high"]).set_index("metric")
+
+
+def merged_notes(notes: list[str]) -> list[Note]:
+    """One note per kind: the texts of notes of one kind (several components of a fusion, say) joined with "; ",
+    their counts added. A plain line (a user's own retriever's note) is of kind ``retriever`` and counts 1."""
+    kinds: dict[str, list[Note]] = {}
+    for note in notes:
+        if not isinstance(note, Note):
+            note = Note(str(note), OWN_NOTE, 1)
+        kinds.setdefault(note.kind, []).append(note)
+    return [group[0] if len(group) == 1 else
+            Note("; ".join(group), kind, sum(n.count for n in group), [i for n in group for i in n.ids][:IDS_SHOWN])
+            for kind, group in kinds.items()]
 
 
 def score(run: Run, collection: Collection, plan: MetricPlan) -> Evaluation:
@@ -133,7 +156,8 @@ def per_question_table(collection: Collection, run: Run, evaluation: Evaluation)
 
 
 def write_results(result: JobResult, cfg: DictConfig, out_dir: Path) -> list[Path]:
-    """The job's files: resolved config (secrets masked), per-question CSV, TREC run, metric means."""
+    """The job's files: resolved config (secrets masked), per-question CSV, TREC run, metric means; and the notes,
+    one line per kind, when there are any."""
     out_dir.mkdir(parents=True, exist_ok=True)
     config = out_dir / CONFIG_FILE
     config.write_text(config_yaml(cfg), encoding="utf-8")
@@ -142,7 +166,11 @@ def write_results(result: JobResult, cfg: DictConfig, out_dir: Path) -> list[Pat
     run = write_trec_run(result.run, out_dir / RUN_FILE, tag=_tag(result.system))
     means = out_dir / MEANS_FILE
     result.means_frame().to_csv(means)
-    return [config, per_question, run, means]
+    files = [config, per_question, run, means]
+    if notes := result.note_lines():
+        files.append(out_dir / NOTES_FILE)
+        files[-1].write_text("".join(f"{note}\n" for note in notes), encoding="utf-8")
+    return files
 
 
 def config_yaml(cfg: DictConfig) -> str:

@@ -37,6 +37,7 @@ from pipeline.common.names import (
     TAG_JOB,
     TAG_JUDGMENTS,
     TAG_KIND,
+    TAG_NOTES,
     TAG_OUTPUT_DIR,
     TAG_OVERRIDES,
     TAG_SYSTEM,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from retrievers import Retriever
 
 TIMED = ("load", "index", "rank", "evaluate", "bootstrap")  # logged as time/<stage>_s
+MAX_TAG = 8000  # characters MLflow keeps in a tag's value (notes.txt holds the notes in full)
 
 
 class JobFailed(Exception):
@@ -198,6 +200,8 @@ class Job:
         files = write_results(result, self.cfg, out) + diagnosis.write(out)
         self.tags.update({TAG_CORPUS_DIGEST: c.digest, TAG_CORPUS: c.name,
                           TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}"})
+        if notes := result.note_lines():
+            self.tags[TAG_NOTES] = "\n".join(notes)[:MAX_TAG]
         dtypes = self.destination.save_table(result.table, out / PER_QUESTION_TABLE)
         dataset = self.destination.dataset(c.doc_ids, c.doc_texts, f"{c.name}/{c.split}", c.digest, c.source or c.name)
         name = run_name(self.system, corpus_label(c.name, c.split))

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from metrics.bootstrap import Interval
-from pipeline.analysis.summary import LISTED_IN_LABEL, SweepSummary, group_label
+from pipeline.analysis.summary import JUDGED, JUDGED_FLOOR, LISTED_IN_LABEL, SweepSummary, group_label, thinly_judged
 
 MAX_RANK_ROWS = 30  # beyond this many questions, the rank table shows only those some system misses
 
@@ -21,17 +21,37 @@ class Measured(Protocol):
     plan: Any
     intervals: dict[str, Interval]
 
+    def note_lines(self) -> list[str]: ...
+
 
 def job_text(result: Measured) -> str:
-    """Each metric's mean with its bootstrap interval, under a line saying what was measured."""
+    """Each metric's mean with its bootstrap interval, under a line saying what was measured and one line per kind
+    of note (what the job dropped or corrected in its input)."""
     c, e = result.collection, result.evaluation
     level = int(result.plan.settings.level)
     head = (f"{result.system} on {c.name} ({c.split}): {len(e.per_question)} questions evaluated, "
             f"{len(e.without_judgments)} without a judgment >= {level}, {len(c.doc_ids)} documents")
+    head = "\n".join([head, *(f"note: {note}" for note in result.note_lines())])
     confidence = f"{result.plan.confidence:.0%}"
     rows = [(name, f"{iv.mean:.3f}", f"[{iv.low:.3f}, {iv.high:.3f}]") for name, iv in result.intervals.items()]
     table = format_table([("metric", "mean", f"{confidence} interval"), *rows], align="lrl")
+    judged = result.intervals.get(JUDGED.name)
+    if judged is not None and thinly_judged(judged.mean):
+        only_relevant = not (result.collection.qrels.grades < result.plan.settings.level).any()
+        table += "\n" + judged_warning(result.system, judged.mean, only_relevant)
     return f"{head}\n{table}"
+
+
+def judged_warning(system: str, judged: float, only_relevant: bool = False) -> str:
+    """The warning for a system whose judged@10 is below the floor: its nDCG (and recall, MAP) undercount.
+    ``only_relevant``: the judgments list only relevant documents (BEIR's usually do)."""
+    text = (f"warning: {system}: judged@10 is {judged:.3f} (below {JUDGED_FLOOR}): {1 - judged:.0%} of its top 10 "
+            f"was never judged, and nDCG, recall and MAP count every unjudged document as not relevant, so they "
+            f"undercount it")
+    if only_relevant:
+        return text + ("; these judgments list only relevant documents (judged@10 is the share of the top 10 that "
+                       "is relevant): judge each system's top documents to compare systems fairly")
+    return text + "; compare systems with bpref (it ignores unjudged documents), or judge their top documents"
 
 
 def sweep_text(summary: SweepSummary, title: str) -> str:
@@ -40,6 +60,9 @@ def sweep_text(summary: SweepSummary, title: str) -> str:
     parts = [f"== {title}: {len(summary.finished)} of {len(summary.systems)} jobs finished"]
     if not summary.means.empty:
         parts.append(systems_table(summary))
+        thin = summary.thinly_judged()
+        if thin:
+            parts.append("\n".join(judged_warning(system, judged) for system, judged in thin.items()))
         if not summary.same_data:
             parts.append("The systems were measured on different collections: no per-question comparison.")
         parts.append(verdict_text(summary))

@@ -121,3 +121,16 @@ def test_bad_requests_are_refused():
         bootstrap_ci(np.ones(3), method="studentized")
     with pytest.raises(ValueError, match="align"):
         paired_difference(np.ones(3), np.ones(4))
+
+
+def test_a_mean_is_its_correctly_rounded_sum_whatever_the_order_of_the_questions():
+    """A logged mean must equal the mean of the same per-question values computed elsewhere, in another order."""
+    from metrics.bootstrap import exact_mean
+
+    values = np.random.default_rng(3).random((301, 4)) / 7
+    means = exact_mean(values)
+    for seed in range(5):
+        shuffled = values[np.random.default_rng(seed).permutation(len(values))]
+        assert exact_mean(shuffled).tolist() == means.tolist()
+    assert exact_mean(np.array([1e16, 1.0, -1e16])).tolist() == [1 / 3]  # naive summation gives 0
+    assert [iv.mean for iv in bootstrap_ci(values, 50)] == means.tolist()

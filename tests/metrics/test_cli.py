@@ -107,8 +107,9 @@ def test_judged_only_drops_unjudged_documents_before_ranking(capsys, files):
 def test_the_default_measures_are_trec_eval_official_ones(capsys, files):
     _, out, _ = cli(capsys, *files)
     names = [line.split("\t")[0].strip() for line in out]
-    assert names[:8] == ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank"]
-    assert names[8:] == [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
+    assert names[:9] == ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref",
+                         "recip_rank"]
+    assert names[9:] == [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
 
 
 @pytest.mark.parametrize(
@@ -116,7 +117,7 @@ def test_the_default_measures_are_trec_eval_official_ones(capsys, files):
     [
         (["missing.qrels", "{run}"], "missing.qrels: no such file"),
         (["{qrels}", "missing.run"], "missing.run: no such file"),
-        (["-m", "bpref", "{qrels}", "{run}"], "-m bpref: unknown metric"),
+        (["-m", "gm_map", "{qrels}", "{run}"], "-m gm_map: unknown metric"),
         (["-m", "P.5,x", "{qrels}", "{run}"], "cutoffs"),
         (["-l-1", "{qrels}", "{run}"], "relevance level"),
         (["-M0", "{qrels}", "{run}"], "-M"),
@@ -175,3 +176,51 @@ def test_as_a_process_bad_input_gives_no_traceback(files, tmp_path):
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and f"{bad}:2:" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+BEIR = "query-id\tcorpus-id\tscore\nq1\ta\t2\nq1\tb\t1\nq1\tc\t0\nq2\td\t1\nq3\ta\t0\nq4\te\t1\n"
+
+
+@pytest.mark.parametrize("header", [True, False], ids=["with-header", "without-header"])
+def test_beir_qrels_read_as_the_same_judgments_in_trec_form(capsys, files, tmp_path, header):
+    beir = tmp_path / "test.tsv"
+    beir.write_text(BEIR if header else BEIR.split("\n", 1)[1])
+    qrels, run = files
+    trec = cli(capsys, "-q", "-c", "-m", "all_trec", qrels, run)
+    assert cli(capsys, "-q", "-c", "-m", "all_trec", str(beir), run) == trec
+    assert trec[0] == 0 and len(trec[1]) > 40
+
+
+def test_the_project_beir_qrels_score_a_run(capsys, tmp_path):
+    helpdesk = REPO / "pipeline" / "data" / "helpdesk" / "qrels" / "test.tsv"
+    run = tmp_path / "run"
+    run.write_text("q01 Q0 pricing1 1 2.0 s\nq01 Q0 sso1 2 1.0 s\n")
+    status, out, err = cli(capsys, "-m", "num_q", "-m", "num_rel", "-c", str(helpdesk), str(run))
+    assert status == 0, err
+    assert out == ["num_q                 \tall\t14", "num_rel               \tall\t27"]
+
+
+@pytest.mark.parametrize("which", ["qrels", "run"])
+def test_a_folder_is_one_plain_line(capsys, files, tmp_path, which):
+    qrels, run = files
+    status, out, err = cli(capsys, *((str(tmp_path), run) if which == "qrels" else (qrels, str(tmp_path))))
+    assert status == 2 and out == []
+    assert err == [f"python -m metrics: {tmp_path}: is a folder, not a file"]
+
+
+BINARY = bytes(range(256)) * 4  # a NUL first, then every byte value, none of it text
+
+
+@pytest.mark.parametrize("content", [BINARY, b"q1 0 a 1\nq1 0 \xff\xfe 1\n", b"q1 Q0 a 1 1.0 s\n\x89PNG\r\n\x1a\n\0\0"],
+                         ids=["binary", "latin-1 byte", "png"])
+@pytest.mark.parametrize("which", ["qrels", "run"])
+def test_a_file_that_is_not_text_is_one_plain_line_without_its_bytes(capsys, files, tmp_path, which, content):
+    bad = tmp_path / "bad"
+    bad.write_bytes(content)
+    qrels, run = files
+    status, out, err = cli(capsys, *((str(bad), run) if which == "qrels" else (qrels, str(bad))))
+    assert status == 2 and out == []
+    assert len(err) == 1 and err[0].startswith(f"python -m metrics: {bad}:")
+    assert err[0].isascii() and err[0].isprintable(), err[0]
+    if content == BINARY:
+        assert err[0].endswith(":1: a NUL byte at byte offset 0: this looks like a binary file, not text")

@@ -133,6 +133,26 @@ def ref_ndcg(ranking, judgments, k, gain="linear"):
     return dcg / idcg if idcg > 0 else 0.0
 
 
+def ref_judged(ranking, judgments, k):
+    """ir_measures' Judged@k: judged documents (grade >= 0) in the top k, over the top k's length."""
+    top = ranking[:k]
+    return sum(judgments.get(d, -1) >= 0 for d in top) / len(top) if top else 0.0
+
+
+def ref_bpref(ranking, judgments, level):
+    """trec_eval's bpref, read from its definition: each relevant document retrieved scores one minus the share
+    of the (at most R) judged non-relevant documents above it, over min(R, N); the sum is divided by R."""
+    rel = ref_relevant(judgments, level)
+    nonrel = {d for d, g in judgments.items() if 0 <= g < level}
+    r, n, above, total = len(rel), len(nonrel), 0, 0.0
+    for d in ranking:
+        if d in nonrel:
+            above += 1
+        elif d in rel:
+            total += 1.0 - min(above, r) / min(n, r) if above else 1.0
+    return total / r
+
+
 def reference(name: str, ranking, judgments, level, gain):
     measure, _, k = name.partition("@")
     k = int(k) if k else None
@@ -144,11 +164,13 @@ def reference(name: str, ranking, judgments, level, gain):
         "map": lambda: ref_map(ranking, judgments, level),
         "r_precision": lambda: ref_r_precision(ranking, judgments, level),
         "ndcg": lambda: ref_ndcg(ranking, judgments, k, gain),
+        "judged": lambda: ref_judged(ranking, judgments, k),
+        "bpref": lambda: ref_bpref(ranking, judgments, level),
     }[measure]()
 
 
 ALL_METRICS = ["hit_rate@1", "hit_rate@3", "recall@5", "recall@20", "precision@1", "precision@10", "mrr", "map",
-               "r_precision", "ndcg@1", "ndcg@5", "ndcg@10", "ndcg"]
+               "r_precision", "ndcg@1", "ndcg@5", "ndcg@10", "ndcg", "judged@1", "judged@10", "bpref"]
 
 
 @pytest.mark.parametrize("gain", ["linear", "exponential"])
@@ -169,6 +191,25 @@ def test_every_metric_matches_its_reference_on_random_rankings(level, gain):
         for name in ALL_METRICS:
             want = reference(name, rankings[q], judgments[q], level, gain)
             assert ev.per_question.loc[q, name] == pytest.approx(want, abs=1e-12), (q, name)
+
+
+def test_judged_at_k_is_the_judged_share_of_the_top_k_of_what_was_retrieved():
+    """Any grade counts as judged, 0 included; a short ranking is divided by its length (ir_measures' Judged@k);
+    an empty one scores 0; a negative grade (trec_eval's "pooled, not judged") is not judged."""
+    judgments = {"a": 2, "b": 0, "c": -1}
+    assert scores_of(["a", "x", "b", "y"], judgments, ["judged@2", "judged@4", "judged@10"]) == {
+        "judged@2": 0.5, "judged@4": 0.5, "judged@10": 0.5}
+    assert scores_of(["c", "a"], judgments, ["judged@2"])["judged@2"] == 0.5
+    assert scores_of([], judgments, ["judged@10"])["judged@10"] == 0.0
+
+
+def test_bpref_ignores_unjudged_documents_and_counts_judged_non_relevant_ones_above_each_relevant_one():
+    """R = 2 relevant (a, b), N = 3 judged non-relevant: a below one non-relevant scores 1 - 1/2, b below all three
+    scores 1 - min(3, 2)/2 = 0; unjudged x and y change nothing."""
+    judgments = {"a": 1, "b": 2, "n1": 0, "n2": 0, "n3": 0}
+    assert scores_of(["x", "n1", "a", "y", "n2", "n3", "b"], judgments, ["bpref"])["bpref"] == 0.25
+    assert scores_of(["a", "b", "n1"], judgments, ["bpref"])["bpref"] == 1.0
+    assert scores_of(["x", "y"], judgments, ["bpref"])["bpref"] == 0.0
 
 
 def test_first_relevant_rank_and_counts():

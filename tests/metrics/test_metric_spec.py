@@ -22,6 +22,8 @@ from metrics.spec import MetricSpec, metrics_at, parse_metric, parse_metrics, pa
         ("success@5", "hit_rate@5", "hit_rate_at_5"),
         ("p@10", "precision@10", "precision_at_10"),
         ("rr", "mrr", "mrr"),
+        ("bpref", "bpref", "bpref"),
+        ("judged@10", "judged@10", "judged_at_10"),
     ],
 )
 def test_a_metric_has_one_name_and_an_mlflow_key(text, name, key):
@@ -79,20 +81,23 @@ def test_metrics_at_crosses_measures_and_cutoffs_once():
         ("ndcg@5", ["ndcg@5"]),
         ("hit_rate@3", ["hit_rate@3"]),
         ("mrr", ["mrr"]),
+        ("bpref", ["bpref"]),
+        ("judged@10", ["judged@10"]),
     ],
 )
 def test_trec_eval_measure_names(text, names):
     assert [s.name for s in parse_trec_measure(text)] == names
 
 
-@pytest.mark.parametrize("text", ["P.5,x", "P.0", "P_0", "P.", "map.5", "recip_rank.10", "bpref", "P.-5"])
+@pytest.mark.parametrize("text", ["P.5,x", "P.0", "P_0", "P.", "map.5", "recip_rank.10", "bpref.5", "P.-5",
+                                  "judged.10"])
 def test_a_bad_trec_eval_measure_is_a_plain_input_error(text):
     with pytest.raises(InputError):
         parse_trec_measure(text)
 
 
 @pytest.mark.parametrize("text", ["ndcg@5", "ndcg", "hit_rate@3", "recall@100", "precision@7", "mrr", "map",
-                                  "r_precision"])
+                                  "r_precision", "bpref", "judged@10"])
 def test_every_metric_round_trips_through_its_trec_eval_name(text):
     spec = parse_metric(text)
     assert parse_trec_measure(spec.trec_name) == [spec]

@@ -18,10 +18,10 @@ from metrics.trec import run_from_frame
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
-TREC_MEASURES = {"map", "recip_rank", "Rprec", "ndcg", "P.1,5,10", "recall.5,20", "ndcg_cut.1,5,10",
+TREC_MEASURES = {"map", "recip_rank", "Rprec", "bpref", "ndcg", "P.1,5,10", "recall.5,20", "ndcg_cut.1,5,10",
                  "success.1,5", "num_ret", "num_rel", "num_rel_ret"}
 NAMES = {name: parse_trec_measure(name)[0] for name in
-         ["map", "recip_rank", "Rprec", "ndcg", "P_1", "P_5", "P_10", "recall_5", "recall_20", "ndcg_cut_1",
+         ["map", "recip_rank", "Rprec", "bpref", "ndcg", "P_1", "P_5", "P_10", "recall_5", "recall_20", "ndcg_cut_1",
           "ndcg_cut_5", "ndcg_cut_10", "success_1", "success_5"]}
 COUNTS = ["num_ret", "num_rel", "num_rel_ret"]
 

@@ -31,7 +31,7 @@ CASES = {
     "aql": ("qrels.rel_level", "results.test", False, 2),
 }
 MEASURES = [
-    "map", "recip_rank", "Rprec", "P_5", "P_10", "P_20", "recall_5", "recall_10", "recall_100", "recall_1000",
+    "map", "recip_rank", "Rprec", "bpref", "P_5", "P_10", "P_20", "recall_5", "recall_10", "recall_100", "recall_1000",
     "ndcg", "ndcg_cut_5", "ndcg_cut_10", "ndcg_cut_20", "ndcg_cut_100", "success_1", "success_5", "success_10",
 ]
 COUNTS = ["num_ret", "num_rel", "num_rel_ret"]
@@ -111,6 +111,25 @@ def test_rankings_are_ordered_as_trec_eval_orders_them(case):
         assert f"'{shown}'" == expected(case)[name, query], query
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_judged_at_k_is_one_minus_trec_eval_unjudged_share_where_k_documents_were_retrieved(case):
+    """trec_eval 10's unj_k counts unjudged documents (not in the qrels, or judged -1) in the top k over k; with
+    k documents retrieved, judged@k is its complement. (With fewer, judged@k divides by what was retrieved, as
+    ir_measures' Judged@k does, and unj_k by k.)"""
+    qrels, run_file, _, level = CASES[case]
+    specs = [parse_trec_measure(f"judged@{k}")[0] for k in (5, 10, 20)]
+    run = read_trec_run(TREC / run_file)
+    ev = evaluate(run, read_trec_qrels(TREC / qrels), specs, EvalSettings(level=level, missing="skip"))
+    checked = 0
+    for query in expected_queries(case):
+        for spec in specs:
+            if query in ev.per_question.index and run.lengths[list(run.query_ids).index(query)] >= spec.k:
+                unjudged = float(expected(case)[f"unj_{spec.k}", query])
+                assert f"{ev.per_question.loc[query, spec.name]:.4f}" == f"{1 - unjudged:.4f}", (query, spec)
+                checked += 1
+    assert checked >= 6
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "metrics", *args], cwd=REPO, env=env, capture_output=True,
@@ -134,7 +153,8 @@ def test_the_command_line_prints_trec_eval_lines_verbatim_and_in_order(case):
     assert -1 not in positions, [line for line, p in zip(printed, positions) if p < 0][:5]
     assert positions == sorted(positions)
     n_queries = len(expected_queries(case))
-    lines = 3 + 1 + 1 + 1 + 9 + 9 + 1 + 9 + 3  # counts, map, Rprec, recip_rank, P, recall, ndcg, ndcg_cut, success
+    lines = 3 + 1 + 1 + 1 + 1 + 9 + 9 + 1 + 9 + 3  # counts, map, Rprec, bpref, recip_rank, P, recall, ndcg,
+    # ndcg_cut, success
     assert len(printed) == n_queries * lines + lines + 2  # + runid and num_q in the summary
 
 
@@ -142,7 +162,7 @@ def test_the_default_output_is_trec_eval_default_output_less_what_rankscope_does
     done = run_cli(str(TREC / "qrels.test"), str(TREC / "results.test"))
     assert done.returncode == 0, done.stderr
     reference = [line for line in (TREC / "out.test").read_text().splitlines()
-                 if not line.startswith(("gm_map", "bpref", "iprec_at_recall"))]
+                 if not line.startswith(("gm_map", "iprec_at_recall"))]
     assert done.stdout.splitlines() == reference
 
 

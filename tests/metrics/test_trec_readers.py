@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from metrics import Qrels, Run, evaluate
 from metrics.errors import InputError
 from metrics.trec import read_trec_qrels, read_trec_run, write_trec_run
 
@@ -99,4 +101,69 @@ def test_an_empty_run_file_is_an_empty_run(tmp_path):
 def test_a_written_run_reads_back_in_the_same_order(tmp_path):
     run = read_trec_run(write(tmp_path, "run", "q Q0 b 1 1.0 s\nq Q0 a 2 1.0 s\nq Q0 c 3 3.0 s\nr Q0 a 1 1 s\n"))
     again = read_trec_run(write_trec_run(run, tmp_path / "again"))
-    assert [again.ranking(q) for q in ("q", "r")] == [run.ranking(q) for q in ("q", "r")]
+    assert [again.top(q, 10) for q in ("q", "r")] == [run.top(q, 10) for q in ("q", "r")] == [["c", "b", "a"], ["a"]]
+
+
+def below(score: float, units: int = 1) -> float:
+    """``units`` steps of a 32-bit float below ``score`` (what trec_eval can tell apart)."""
+    value = np.float32(score)
+    for _ in range(units):
+        value = np.nextafter(value, np.float32(-np.inf))
+    return float(value)
+
+
+def written(run: Run, tmp_path: Path) -> list[tuple[str, str, str]]:
+    lines = write_trec_run(run, tmp_path / "written.trec").read_text().splitlines()
+    return [(f[0], f[2], f[4]) for f in (line.split() for line in lines)]
+
+
+def test_tied_scores_are_written_one_float32_unit_apart_in_rankscope_order_and_other_scores_exactly(tmp_path):
+    """rankscope orders ties by id ascending; trec_eval would order them by docno descending. Written a, b, c at
+    2.0, 2.0 - 1 unit, 2.0 - 2 units, trec_eval reads them back in rankscope's order."""
+    third = 1.2345678901234567
+    run = Run.from_rankings({"q": [("a", 2.0), ("b", 2.0), ("c", 2.0), ("d", third), ("e", 0.5)]})
+    assert written(run, tmp_path) == [("q", "a", "2.0"), ("q", "b", repr(below(2.0))),
+                                      ("q", "c", repr(below(2.0, 2))), ("q", "d", repr(third)), ("q", "e", "0.5")]
+
+
+def test_scores_trec_eval_reads_as_equal_or_rising_are_written_below_the_previous_one(tmp_path):
+    """trec_eval keeps 32-bit scores: 1.0 and the next 64-bit value below it are a tie for it; a score above the
+    previous one (a ranking not in score order) is written below it too."""
+    close = float(np.nextafter(1.0, -np.inf))
+    run = Run.from_rankings({"q": [("a", 1.0), ("b", close), ("c", 3.0), ("d", 0.25)]})
+    assert [s for _, _, s in written(run, tmp_path)] == [
+        "1.0", repr(below(1.0)), repr(below(1.0, 2)), "0.25"]
+
+
+def test_scores_trec_eval_cannot_tell_apart_are_read_as_ties_ordered_by_docno_descending(tmp_path):
+    close = float(np.nextafter(1.0, -np.inf))
+    run = read_trec_run(write(tmp_path, "run", f"q Q0 a 1 1.0 s\nq Q0 b 2 {close!r} s\nq Q0 c 3 {below(1.0)!r} s\n"))
+    assert run.top("q", 3) == ["b", "a", "c"]
+    assert run.ranking("q")[0] == ("b", close)  # each score keeps its 64-bit value
+
+
+def test_trec_eval_scores_a_written_run_as_rankscope_scored_it_in_memory(tmp_path):
+    """pytrec_eval (trec_eval's C code) on the written file, against rankscope on the in-memory run: scores drawn
+    from a few values (ties everywhere), ranked by rankscope's rule (score descending, id ascending)."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = np.random.default_rng(5)
+    rankings, judgments = {}, {}
+    for q in range(60):
+        docs = [f"d{i:02d}" for i in rng.choice(40, size=int(rng.integers(1, 40)), replace=False)]
+        scores = rng.choice([3.0, 2.5, 1.0, 1 / 3, 1e-6], size=len(docs))
+        rankings[f"q{q}"] = sorted(zip(docs, scores.tolist()), key=lambda p: (-p[1], p[0]))
+        judgments[f"q{q}"] = {d: int(rng.integers(0, 3)) for d in rng.choice(docs, size=3)} | {docs[-1]: 1}
+    run = Run.from_rankings(rankings)
+    measures = {"map": "map", "recip_rank": "mrr", "P_5": "precision@5", "ndcg_cut_10": "ndcg@10", "bpref": "bpref"}
+    ours = evaluate(run, Qrels.from_dict(judgments), list(measures.values())).per_question
+    from_file: dict[str, dict[str, float]] = {}
+    for q, d, s in written(run, tmp_path):
+        from_file.setdefault(q, {})[d] = float(s)
+    theirs = pytrec_eval.RelevanceEvaluator(judgments, set(measures)).evaluate(from_file)
+    for q in ours.index:
+        for trec_name, name in measures.items():
+            assert ours.loc[q, name] == theirs[q][trec_name], (q, name)
+    # the data can tell: the same scores written as computed give trec_eval other figures
+    raw = pytrec_eval.RelevanceEvaluator(judgments, set(measures)).evaluate(
+        {q: dict(r) for q, r in rankings.items()})
+    assert any(raw[q][t] != theirs[q][t] for q in ours.index for t in measures)

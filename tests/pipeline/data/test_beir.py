@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,51 @@ def test_cranfield_reports_its_two_empty_documents(shared_datasets):
     c = load_beir(shared_datasets / "cranfield", "test")
     assert (len(c.doc_ids), len(c.query_ids), len(c.qrels)) == (1400, 225, 1612)
     assert any("2 document(s) with empty text: 471, 995" in n for n in c.notes)
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gz"])
+def test_a_byte_that_is_not_utf8_names_the_file_the_line_and_the_byte_offset(tmp_path, gz):
+    folder = write_beir(tmp_path, DOCS, QUERIES, "q1\td1\t1\n", gz=gz)
+    name = "corpus.jsonl.gz" if gz else "corpus.jsonl"
+    lines = (gzip.decompress if gz else bytes)((folder / name).read_bytes()).splitlines(keepends=True)
+    lines[1] = lines[1].replace(b"banana", b"ban\xe9na")  # Latin-1 e-acute
+    data = b"".join(lines)
+    (folder / name).write_bytes(gzip.compress(data) if gz else data)
+    offset = data.index(b"\xe9")
+    with pytest.raises(InputError) as err:
+        load_beir(folder)
+    assert str(err.value) == (f"{folder / name}:2: byte 0xe9 at byte offset {offset} is not UTF-8 (save the file as "
+                              f"UTF-8)")
+
+
+@pytest.mark.parametrize("name", ["queries.jsonl", "qrels/test.tsv"])
+def test_questions_and_judgments_are_checked_for_utf8_too(tmp_path, name):
+    folder = write_beir(tmp_path, DOCS, QUERIES, "q1\td1\t1\n")
+    (folder / name).write_bytes((folder / name).read_bytes() + b"q\xff\td1\t1\n")
+    with pytest.raises(InputError, match=r"byte 0xff at byte offset \d+ is not UTF-8"):
+        load_beir(folder)
+
+
+@pytest.mark.parametrize(
+    ("docs", "queries", "qrels", "says"),
+    [
+        (DOCS, QUERIES, "q1\td1\t1\nq1\tghost\t1\n", "name 1 documents missing from the corpus: ghost"),
+        (DOCS, QUERIES, "q1\td1\t1\nq9\td1\t1\n", "name 1 questions missing from the questions file: q9"),
+        ([*DOCS, ("d4", "")], QUERIES, "q1\td1\t1\n", "1 document(s) with empty text: d4"),
+        (DOCS, [*QUERIES, ("q4", "")], "q1\td1\t1\n", "1 question(s) with empty text: q4"),
+        (DOCS, QUERIES, "q1\td1\t1\nq2\td2\t0\n", "1 question(s) have no relevant judgment in split 'test': q2"),
+    ],
+    ids=["unknown document", "unknown question", "empty document", "empty question", "no relevant judgment"],
+)
+def test_strict_makes_every_note_an_error(tmp_path, docs, queries, qrels, says):
+    folder = write_beir(tmp_path, docs, queries, qrels)
+    assert [n for n in load_beir(folder).notes if says in n]
+    with pytest.raises(InputError, match=re.escape(f"{says} (corpus.strict=true makes this an error)") + "$"):
+        load_beir(folder, strict=True)
+
+
+def test_each_note_says_its_kind_how_many_and_the_first_ids(tmp_path):
+    ghosts = "".join(f"q1\tghost{i}\t1\n" for i in range(7))
+    (note,) = load_beir(write_beir(tmp_path, DOCS, QUERIES, "q1\td1\t1\n" + ghosts)).notes
+    assert (note.kind, note.count, note.ids) == ("judgments_unknown_document", 7, tuple(f"ghost{i}" for i in range(5)))
+    assert "ghost0, ghost1, ghost2, ghost3, ghost4 and 2 more (dropped)" in note

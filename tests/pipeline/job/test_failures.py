@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from mlflow import MlflowClient
 
-from tests.pipeline.helpers import run_pipeline
+from pipeline.job.run import JobFailed
+from tests.pipeline.helpers import log_run, run_pipeline
 
 
 def runs_by_status(folder):
@@ -69,3 +71,16 @@ def test_a_bad_sweep_point_stops_the_sweep_before_any_job_or_run(tmp_path):
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("rankscope: job 1 (retriever=bm25 ++retriever.dims=3): unknown key(s) retriever.dims")
     assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_corpus_byte_that_is_not_utf8_is_one_line_naming_file_line_and_offset(launch_dir, capsys):
+    corpus = launch_dir / "corpus"
+    (corpus / "qrels").mkdir(parents=True)
+    (corpus / "corpus.jsonl").write_bytes(b'{"_id": "d1", "text": "apple pie"}\n{"_id": "d2", "text": "ban\xe9na"}\n')
+    (corpus / "queries.jsonl").write_text('{"_id": "q1", "text": "apple"}\n')
+    (corpus / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    with pytest.raises(JobFailed):
+        log_run(launch_dir, "corpus=beir", f"corpus.path={corpus}")
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"rankscope: error: {corpus / 'corpus.jsonl'}:2: byte 0xe9 at byte offset 61 is not UTF-8 (save the file as "
+        f"UTF-8)"]

@@ -1,0 +1,68 @@
+"""Lines of a text file, read as UTF-8: what is not text is one plain error, never a traceback or raw bytes echoed.
+
+Shared by every reader of user files (TREC and BEIR qrels, run files, ``corpus.jsonl``, ``queries.jsonl``).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from metrics.errors import InputError
+
+SHOWN = 40  # characters of a bad value quoted in an error line
+
+
+def check_file(path: str | Path) -> Path:
+    """``path`` as a Path; an InputError saying what it is when it is not a file (missing, or a directory)."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError("is a folder, not a file", path)
+    if not path.is_file():
+        raise InputError("no such file", path)
+    return path
+
+
+def text_lines(path: str | Path, opener: Callable[[], BinaryIO] | None = None) -> Iterator[tuple[int, str]]:
+    """Every line of a text file, numbered from 1 (``opener`` opens its bytes: a .gz file's, decompressed).
+
+    A byte that is not UTF-8, or a NUL byte (a binary file), is an InputError naming the file, the line and the
+    byte's offset from the start of the file (of the decompressed stream, for a .gz file), showing the byte in hex.
+    Decoding runs at text-mode speed; only a file that fails is read again, in bytes, to find the place.
+    """
+    path = check_file(path)
+    open_bytes = opener or (lambda: path.open("rb"))
+    try:
+        with io.TextIOWrapper(open_bytes(), encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if "\0" in line:
+                    raise not_text(path, open_bytes)
+                yield number, line
+    except UnicodeDecodeError:
+        raise not_text(path, open_bytes) from None
+
+
+def not_text(path: Path, open_bytes: Callable[[], BinaryIO]) -> InputError:
+    """The error for the file's first NUL byte or byte that is not UTF-8, found by reading its bytes line by line."""
+    offset = 0
+    with open_bytes() as handle:
+        for number, raw in enumerate(handle, 1):
+            nul = raw.find(b"\0")
+            if nul >= 0:
+                return InputError(f"a NUL byte at byte offset {offset + nul}: this looks like a binary file, not "
+                                  f"text", path, number)
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return InputError(f"byte 0x{raw[exc.start]:02x} at byte offset {offset + exc.start} is not UTF-8 "
+                                  f"(save the file as UTF-8)", path, number)
+            offset += len(raw)
+    return InputError("cannot be read as UTF-8 text", path)
+
+
+def shown(value: str) -> str:
+    """A value quoted in an error line: its repr (control characters escaped), cut to :data:`SHOWN` characters."""
+    text = repr(value)
+    return text if len(text) <= SHOWN else text[: SHOWN - 4] + "...'"

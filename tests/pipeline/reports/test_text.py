@@ -1,0 +1,57 @@
+"""The terminal text warns when a system's judged@10 is below 0.8: too much of its top 10 was never judged, and its
+nDCG undercounts."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from metrics import evaluate
+from metrics.spec import parse_metrics
+from pipeline.analysis.summary import SystemRun, summarize
+from pipeline.reports.text import sweep_text
+from tests.pipeline.helpers import log_run
+
+SHOW = parse_metrics(["mrr", "judged@10"])
+
+
+def system(name: str, job: int, run, collection) -> SystemRun:
+    evaluation = evaluate(run, collection.qrels, SHOW)
+    per_question = evaluation.per_question.assign(first_relevant_rank=evaluation.first_relevant_rank)
+    metrics = {spec.mlflow_key: float(per_question[spec.name].mean()) for spec in SHOW}
+    return SystemRun(f"run{job}", name, "FINISHED", job, metrics, corpus_digest="same", per_question=per_question)
+
+
+def test_the_sweep_summary_warns_for_each_system_whose_judged_at_10_is_below_0_8(helpdesk_collection, helpdesk_runs):
+    c = helpdesk_collection
+    systems = [system(name, job, run, c) for job, (name, run) in enumerate(helpdesk_runs.items())]
+    systems[0].metrics["judged_at_10"] = 0.85  # as if BM25's top 10 were judged well enough
+    text = sweep_text(summarize(systems, "parent", SHOW, SHOW[0], resamples=50), "help-desk")
+    warned = [line for line in text.splitlines() if line.startswith("warning: ")]
+    assert [line.split(":")[1].strip() for line in warned] == ["LSA", "weighted", "RRF"]
+    judged = pd.Series({s.name: s.metrics["judged_at_10"] for s in systems})
+    for line, name in zip(warned, ["LSA", "weighted", "RRF"]):
+        assert f"judged@10 is {judged[name]:.3f} (below 0.8)" in line and "nDCG" in line
+
+
+def test_a_summary_without_judged_at_10_does_not_warn(helpdesk_collection, helpdesk_runs):
+    c = helpdesk_collection
+    systems = [system(name, job, run, c) for job, (name, run) in enumerate(helpdesk_runs.items())]
+    for s in systems:
+        del s.metrics["judged_at_10"]
+    assert "warning" not in sweep_text(summarize(systems, "parent", SHOW[:1], SHOW[0], resamples=50), "help-desk")
+
+
+def test_a_job_below_the_floor_warns_under_its_table_and_says_when_only_relevant_documents_are_judged(
+        launch_dir, capsys):
+    """The help-desk judgments list only relevant documents: every top 10 is mostly unjudged."""
+    log_run(launch_dir, "metrics.measures=[mrr,ndcg,judged]", "metrics.k=[10]", "metrics.bootstrap.resamples=20")
+    lines = capsys.readouterr().out.splitlines()
+    (warning,) = [line for line in lines if line.startswith("warning: ")]
+    assert re.match(r"warning: BM25: judged@10 is 0\.\d{3} \(below 0\.8\): \d+% of its top 10 was never judged",
+                    warning)
+    assert warning.endswith("; these judgments list only relevant documents (judged@10 is the share of the top 10 "
+                            "that is relevant): judge each system's top documents to compare systems fairly")
+    judged_row = next(i for i, line in enumerate(lines) if line.startswith("judged@10"))
+    assert judged_row < lines.index(warning) and lines[lines.index(warning) + 1] == ""  # under the table
