@@ -47,7 +47,7 @@ def prepare(library: str, docs, scores, jq, jd, grades):
     n = docs.shape[0]
     qids = [f"q{i}" for i in range(n)]
     if library == "rankscope":
-        from metrics.evaluate import evaluate
+        from metrics.evaluation import evaluate
         from metrics.qrels import Qrels
         from metrics.run import Run
 

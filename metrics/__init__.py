@@ -10,9 +10,9 @@ import importlib
 from typing import Any
 
 _WHERE = {
-    "EvalSettings": "metrics.evaluate", "Evaluation": "metrics.evaluate", "Interval": "metrics.bootstrap",
+    "EvalSettings": "metrics.evaluation", "Evaluation": "metrics.evaluation", "Interval": "metrics.bootstrap",
     "MetricSpec": "metrics.spec", "Qrels": "metrics.qrels", "Run": "metrics.run", "bootstrap_ci": "metrics.bootstrap",
-    "evaluate": "metrics.evaluate", "paired_difference": "metrics.bootstrap", "parse_metric": "metrics.spec",
+    "evaluate": "metrics.evaluation", "paired_difference": "metrics.bootstrap", "parse_metric": "metrics.spec",
     "parse_metrics": "metrics.spec",
 }
 

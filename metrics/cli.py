@@ -16,7 +16,7 @@ from pathlib import Path
 
 from metrics.bootstrap import exact_mean
 from metrics.errors import InputError
-from metrics.evaluate import EvalSettings, evaluate
+from metrics.evaluation import EvalSettings, evaluate
 from metrics.judged import judged_only
 from metrics.qrels import Qrels
 from metrics.run import Run

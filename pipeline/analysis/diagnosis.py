@@ -58,7 +58,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from metrics.evaluate import Evaluation
+from metrics.evaluation import Evaluation
 from metrics.run import PAD, Run
 from pipeline.common.names import FAILURES_PREFIX
 from pipeline.data.collection import Collection
@@ -138,7 +138,7 @@ def diagnose(
     ``evidence`` (rank, first result and shared terms with their weight, one readable line).
     """
     if evaluation.first_relevant_rank is None:
-        raise ValueError("the evaluation carries no first_relevant_rank; build it with metrics.evaluate")
+        raise ValueError("the evaluation carries no first_relevant_rank; build it with metrics.evaluation")
     tokenizer = tokenizer or Tokenizer()
     settings = settings or DiagnosisSettings()
     depth = settings.depth if settings.depth is not None else run.depth

@@ -15,7 +15,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from metrics.errors import InputError
-from metrics.evaluate import EvalSettings
+from metrics.evaluation import EvalSettings
 from metrics.spec import MetricSpec, metrics_at, parse_metrics
 from pipeline.config import targets
 from pipeline.data.sources import CorpusSource

@@ -11,7 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from metrics.bootstrap import Interval, bootstrap_ci
 from metrics.errors import InputError, Note
-from metrics.evaluate import Evaluation, evaluate
+from metrics.evaluation import Evaluation, evaluate
 from metrics.run import PAD, Run
 from metrics.trec import write_trec_run
 from pipeline.common import progress

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from metrics.cli import main
-from metrics.evaluate import EvalSettings, Evaluation, evaluate
+from metrics.evaluation import EvalSettings, Evaluation, evaluate
 from metrics.spec import parse_trec_measure
 from metrics.trec import read_trec_qrels, read_trec_run
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from metrics.bootstrap import bootstrap_ci
-from metrics.evaluate import evaluate
+from metrics.evaluation import evaluate
 from metrics.run import Run
 from metrics.spec import MetricSpec
 from pipeline.analysis.diagnosis import DiagnosisSettings, add_columns, diagnose

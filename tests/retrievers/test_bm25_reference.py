@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from metrics.evaluate import evaluate
+from metrics.evaluation import evaluate
 from pipeline.data.beir import load_beir
 from retrievers import BM25, maxscore
 from retrievers.text import Tokenizer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metrics.evaluate import evaluate
+from metrics.evaluation import evaluate
 
 # SPEC.md, "Expected results": hit@3, recall@5, MRR (2 decimals), nDCG@5 (3 decimals)
 EXPECTED = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metrics.evaluate import evaluate
+from metrics.evaluation import evaluate
 from metrics.trec import write_trec_run
 from retrievers import BM25, RunFile
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from metrics.evaluate import evaluate
+from metrics.evaluation import evaluate
 from metrics.qrels import Qrels
 from metrics.run import Run
 from pipeline.analysis.diagnosis import (

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from metrics.evaluate import evaluate
+from metrics.evaluation import evaluate
 from metrics.power import minimum_detectable_effect, questions_needed
 from pipeline.compare import main
 from retrievers import BM25, LSA

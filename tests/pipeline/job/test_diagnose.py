@@ -17,7 +17,7 @@ from hydra.errors import ConfigCompositionException
 from mlflow import MlflowClient
 
 from metrics.errors import InputError
-from metrics.evaluate import evaluate
+from metrics.evaluation import evaluate
 from pipeline.analysis.diagnosis import (
     CLASSES,
     COLUMNS,

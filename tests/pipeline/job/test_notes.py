@@ -1,6 +1,6 @@
 """What a job went on with is seen: every note of the loader and the retriever is printed once, one line per kind
-(how many, the first ids), kept in record.json and logged to MLflow (the count as ``system/notes_<kind>``, the text as the
-tag ``rankscope.notes`` and the artifact ``notes.txt``)."""
+(how many, the first ids), kept in record.json and logged to MLflow (the count as ``system/notes_<kind>``, the
+text as the tag ``rankscope.notes`` and the artifact ``notes.txt``)."""
 
 from __future__ import annotations
 

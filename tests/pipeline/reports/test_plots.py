@@ -11,7 +11,7 @@ import pytest
 from matplotlib.container import BarContainer, ErrorbarContainer
 
 from metrics.bootstrap import paired_difference
-from metrics.evaluate import evaluate
+from metrics.evaluation import evaluate
 from pipeline.reports import plots
 from pipeline.reports.html import figure_png
 from retrievers import BM25, LSA
