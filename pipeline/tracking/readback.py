@@ -20,6 +20,7 @@ from pipeline.common.names import (
     TAG_CORPUS_DIGEST,
     TAG_ERROR,
     TAG_JOB,
+    TAG_NOTES,
     TAG_SYSTEM,
 )
 from pipeline.tracking.client import MLFLOW_PARENT_RUN_ID, MlflowClient, Run
@@ -55,9 +56,8 @@ def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> 
 
 def data_notes(run: Run) -> list[str]:
     """What validating the run's data found (dropped judgments, empty texts ...), one line each, for the report's
-    header. Hook: the jobs do not record their notes in MLflow yet; once a tag or artifact for them is named in
-    ``pipeline.common.names``, read it here (the report shows whatever this returns)."""
-    return []
+    header: the job's ``rankscope.notes`` tag (one line per kind of note; ``notes.txt`` holds them uncut)."""
+    return [line for line in run.data.tags.get(TAG_NOTES, "").splitlines() if line.strip()]
 
 
 def per_question_table(client: MlflowClient, run: Run) -> pd.DataFrame | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from mlflow import MlflowClient
 
 from pipeline.common.names import NOTES_FILE, NOTES_PREFIX, RECORD_FILE, TAG_NOTES, TAG_OUTPUT_DIR
+from pipeline.tracking.readback import data_notes
 from tests.pipeline.helpers import log_run
 
 
@@ -60,6 +61,7 @@ def test_every_loader_note_is_printed_once_per_kind_kept_and_logged(launch_dir, 
     assert (out / NOTES_FILE).read_text().splitlines() == text and NOTES_FILE in record["files"]
     client = MlflowClient(f"sqlite:///{launch_dir / 'mlflow.db'}")
     assert NOTES_FILE in {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert data_notes(run) == text  # what a sweep's report.html shows in its header
 
 
 def test_notes_of_one_kind_from_several_components_are_one_line(launch_dir, capsys, helpdesk_collection):

@@ -96,6 +96,14 @@ def test_the_report_names_every_system_and_each_failed_job_with_its_reason():
     assert "failed job 3" in html and "D: /nowhere: corpus folder does not exist" in html
 
 
+def test_the_report_header_lists_each_data_note_once():
+    a, b = child("A", 0, [1.0] * 6), child("B", 1, [0.5] * 6)
+    a.notes = b.notes = ["corpus: 2 judgment(s) name 1 documents missing from the corpus: ghost (dropped)"]
+    summary = summary_of(a, b)
+    html = report_html(summary, sweep_figures(summary, PLAN, SETTINGS), "Sweep t", SETTINGS, {"sweep folder": "x"})
+    assert "Data validation notes" in html and html.count("ghost (dropped)") == 1
+
+
 def test_plots_and_report_are_saved_and_logged_to_the_parent(tmp_path: Path, empty_store: Path, capsys):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     (tmp_path / "mlflow.db").write_bytes(empty_store.read_bytes())
