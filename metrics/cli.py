@@ -13,15 +13,14 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from metrics.bootstrap import exact_mean
 from metrics.errors import InputError
-from metrics.evaluation import EvalSettings, evaluate
-from metrics.judged import judged_only
-from metrics.qrels import Qrels
-from metrics.run import Run
 from metrics.spec import MetricSpec, parse_trec_measure, trec_form
-from metrics.trec import read_qrels, read_trec_run
+
+if TYPE_CHECKING:  # numpy and pandas load only once there is something to score: --help and usage errors are instant
+    from metrics.qrels import Qrels
+    from metrics.run import Run
 
 PROG = "python -m metrics"
 COUNTS = ("num_ret", "num_rel", "num_rel_ret")
@@ -93,6 +92,9 @@ def report(
     Queries counted: those with a relevant judgment (grade >= ``level``) that are in the run, or all of them
     with ``complete`` (trec_eval's -c: a judged query missing from the run scores 0).
     """
+    from metrics.bootstrap import exact_mean
+    from metrics.evaluation import EvalSettings, evaluate
+
     if level < 0:
         raise InputError(f"the relevance level must be 0 or more, not {level}")
     specs = list(dict.fromkeys(c.spec for c in cols if c.spec is not None))
@@ -156,6 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         cols = columns(args.measures or ["official"])
+        from metrics.judged import judged_only
+        from metrics.trec import read_qrels, read_trec_run
+
         qrels = read_qrels(args.qrels)
         run = read_trec_run(args.run)
         if args.max_docs is not None:
