@@ -21,7 +21,7 @@ import pandas as pd
 from metrics.comparison import all_pairs, compare
 from metrics.power import DEFAULT_POWER, Sensitivity, minimum_detectable_effect
 from metrics.spec import MetricSpec
-from pipeline.common.names import LOWER, UPPER
+from pipeline.common.names import LOWER, NOT_RELEVANT_METRIC, UPPER
 
 IDENTICAL = "identical per question"
 LISTED_IN_LABEL = 3  # a group of more systems is labelled "A and N others (identical per question)"
@@ -129,11 +129,12 @@ class SweepSummary:
         return Sensitivity(n, sd, minimum_detectable_effect(sd, n, self.alpha, self.power), self.alpha, self.power)
 
 
-    def thinly_judged(self) -> dict[str, float]:
-        """Finished systems whose judged@10 is below :data:`JUDGED_FLOOR`, with it (systems that did not measure
-        judged@10 are not listed)."""
-        found = {s.name: s.metrics.get(JUDGED.mlflow_key) for s in self.finished}
-        return {name: float(judged) for name, judged in found.items() if thinly_judged(judged)}
+    def thinly_judged(self) -> dict[str, tuple[float, bool]]:
+        """Finished systems whose judged@10 is below :data:`JUDGED_FLOOR`: (judged@10, whether their judgments list
+        only relevant documents). Systems that did not measure judged@10 are not listed."""
+        found = {s.name: s for s in self.finished}
+        return {name: (float(s.metrics[JUDGED.mlflow_key]), s.metrics.get(NOT_RELEVANT_METRIC) == 0)
+                for name, s in found.items() if thinly_judged(s.metrics.get(JUDGED.mlflow_key))}
 
 
 def group_label(members: list[str]) -> str:

@@ -20,6 +20,7 @@ from pipeline.common.names import (
     DOCUMENTS_METRIC,
     LOWER,
     MEANS_FILE,
+    NOT_RELEVANT_METRIC,
     NOTES_FILE,
     NOTES_PREFIX,
     PER_QUESTION_FILE,
@@ -78,6 +79,7 @@ class JobResult:
         out[QUESTIONS_PREFIX + "missing_from_run"] = len(evaluation.missing_from_run)
         out[QUESTIONS_PREFIX + "no_results"] = int((self.table["retrieved"] == 0).sum())
         out[DOCUMENTS_METRIC] = len(self.collection.doc_ids)
+        out[NOT_RELEVANT_METRIC] = int((self.collection.qrels.grades < self.plan.settings.level).sum())
         out.update({f"{TIME_PREFIX}{stage}_s": round(s, 4) for stage, s in self.seconds.items()})
         out.update({f"{NOTES_PREFIX}{note.kind}": note.count for note in self.note_lines()})
         out.update(self.extra_metrics)

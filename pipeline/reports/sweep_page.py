@@ -31,7 +31,7 @@ from pipeline.reports.html import (
 )
 from pipeline.reports.plots import rank_buckets
 from pipeline.reports.tables import grid_table, letters, means_table, pairs_table, to_html
-from pipeline.reports.text import NEEDED_FOR, RANK_LEGEND, power_text, rank_label, verdict_text
+from pipeline.reports.text import NEEDED_FOR, RANK_LEGEND, judged_warning, power_text, rank_label, verdict_text
 
 INLINE_FAILURES = 10  # failing questions shown per system; the CSV beside the report has them all
 RANK_TABLE_MAX = 200  # up to this many questions, the per-question rank table is in the page (folded)
@@ -92,7 +92,8 @@ def sweep_page(summary: SweepSummary, title: str, meta: Mapping[str, str], figur
     where = {k: v for k, v in facts.items() if k in PROVENANCE}
     intro = (details("Where these results are: " + ", ".join(where), facts_table(where)) if where else "")
     lead = f'<div id="verdict">{verdict_html(summary)}</div>'
-    return render_html(title, sections, shown, toc=True, intro=intro + notes_html(summary), lead=lead)
+    return render_html(title, sections, shown, toc=True, intro=intro + notes_html(summary) + judged_html(summary),
+                       lead=lead)
 
 
 # -- the header ---------------------------------------------------------------------------------------------------
@@ -196,6 +197,16 @@ def notes_html(summary: SweepSummary) -> str:
         return ""
     items = "".join(f"<li>{escape(n)}</li>" for n in notes)
     return f'<section id="data-notes"><h2>Data validation notes</h2><ul>{items}</ul></section>'
+
+
+def judged_html(summary: SweepSummary) -> str:
+    """The terminal's warnings for systems whose judged@10 is below the floor (their nDCG undercounts)."""
+    thin = summary.thinly_judged()
+    if not thin:
+        return ""
+    items = "".join(f"<li>{escape(judged_warning(system, *found).removeprefix('warning: '))}</li>"
+                    for system, found in thin.items())
+    return f'<section id="judged"><h2>Incomplete judgments</h2><ul>{items}</ul></section>'
 
 
 # -- the sections ----------------------------------------------------------------------------------------------------

@@ -62,7 +62,7 @@ def sweep_text(summary: SweepSummary, title: str) -> str:
         parts.append(systems_table(summary))
         thin = summary.thinly_judged()
         if thin:
-            parts.append("\n".join(judged_warning(system, judged) for system, judged in thin.items()))
+            parts.append("\n".join(judged_warning(system, *found) for system, found in thin.items()))
         if not summary.same_data:
             parts.append("The systems were measured on different collections: no per-question comparison.")
         parts.append(verdict_text(summary))

@@ -10,6 +10,8 @@ import pandas as pd
 from metrics import evaluate
 from metrics.spec import parse_metrics
 from pipeline.analysis.summary import SystemRun, summarize
+from pipeline.common.names import NOT_RELEVANT_METRIC
+from pipeline.reports.sweep_page import PageFiles, sweep_page
 from pipeline.reports.text import sweep_text
 from tests.pipeline.helpers import log_run
 
@@ -33,6 +35,21 @@ def test_the_sweep_summary_warns_for_each_system_whose_judged_at_10_is_below_0_8
     judged = pd.Series({s.name: s.metrics["judged_at_10"] for s in systems})
     for line, name in zip(warned, ["LSA", "weighted", "RRF"]):
         assert f"judged@10 is {judged[name]:.3f} (below 0.8)" in line and "nDCG" in line
+        assert "bpref" in line  # not known to list only relevant documents: bpref is the advice
+
+
+def test_the_sweep_summary_and_report_say_when_the_judgments_list_only_relevant_documents(
+        helpdesk_collection, helpdesk_runs):
+    """Then bpref cannot help (it needs judged non-relevant documents): the advice is to judge the top documents."""
+    c = helpdesk_collection
+    systems = [system(name, job, run, c) for job, (name, run) in enumerate(helpdesk_runs.items())]
+    for s in systems:
+        s.metrics[NOT_RELEVANT_METRIC] = 0
+    summary = summarize(systems, "parent", SHOW, SHOW[0], resamples=50)
+    warned = [line for line in sweep_text(summary, "help-desk").splitlines() if line.startswith("warning: ")]
+    assert len(warned) == 4 and all("judge each system's top documents" in w and "bpref" not in w for w in warned)
+    html = sweep_page(summary, "help-desk", {}, [], None, {}, PageFiles())
+    assert "Incomplete judgments" in html and html.count("judge each system&#x27;s top documents") == 4
 
 
 def test_a_summary_without_judged_at_10_does_not_warn(helpdesk_collection, helpdesk_runs):
