@@ -16,7 +16,10 @@ A sweep started again in the same folder (``hydra.sweep.dir``) resumes: same par
 from __future__ import annotations
 
 import atexit
+import functools
 import sys
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +75,33 @@ def sweep_overrides(overrides: list[str], sweeper_params: dict[str, Any] | None)
     return everything, varying
 
 
+def refuse_other_points(sweep_dir: Path, jobs: list[list[str]] | None) -> None:
+    """A folder resumes only the sweep it holds: the same points (each job's overrides). Anything else would log a
+    second run per system under the old parent; say so, with the command that resumes what is there."""
+    previous = SweepHandle.read(sweep_dir)
+    if previous is None or previous.points is None or jobs is None:
+        return
+    if previous.points != [[redact_text(o) for o in job] for job in jobs]:
+        _exit(f"{sweep_dir} holds a sweep of other points ({len(previous.points)} jobs): resume it with "
+              f"{previous.resume_command()}, or give this sweep a new hydra.sweep.dir")
+
+
+def hook(method: Callable[..., None]) -> Callable[..., None]:
+    """Hydra turns an exception in a callback into a warning and exits 0: here it ends the command with status 1."""
+
+    @functools.wraps(method)
+    def wrapped(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            method(self, *args, **kwargs)
+        except Exception:
+            traceback.print_exc()
+            print(f"{PROG}: the sweep's {method.__name__} failed (above): a bug, please report it", file=sys.stderr,
+                  flush=True)
+            sys.exit(1)
+
+    return wrapped
+
+
 class MlflowSweep(Callback):
     """Registered in ``conf/config.yaml`` under ``hydra.callbacks``."""
 
@@ -81,6 +111,7 @@ class MlflowSweep(Callback):
         self.tuning = False
         self.composed: ComposedConfigs | None = None
 
+    @hook
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         progress.configure(bool(config.get("quiet", False)))  # the driver's own bars (reading runs back)
         launch_dir = Path(config.hydra.runtime.cwd)
@@ -105,6 +136,7 @@ class MlflowSweep(Callback):
         tags = {**config_tags(config), TAG_KIND: KIND_SWEEP, TAG_SWEEP_DIR: str(sweep_dir),
                 TAG_OVERRIDES: " ".join(overrides),
                 TAG_LAUNCHER: str(config.hydra.runtime.choices.get("hydra/launcher", "basic"))}
+        refuse_other_points(sweep_dir, jobs)
         try:
             uri = tracking_uri(config.tracking.uri, launch_dir)
             self.parent, experiment_id, resumed = open_parent(uri, config.tracking.experiment, sweep_dir, name, tags)
@@ -129,6 +161,7 @@ class MlflowSweep(Callback):
         self.sweep_args = overrides  # as parsed: the tuning driver rebuilds the untuned and tuned configs from them
         atexit.register(self._abandoned)
 
+    @hook
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         if self.composed is not None:
             compose_normally(self.composed.loader)

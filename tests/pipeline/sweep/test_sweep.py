@@ -95,3 +95,20 @@ def test_a_single_run_is_a_plain_run_with_its_files_table_and_dataset(launch_dir
         p.name for p in output.iterdir()}
     assert "dims: 10" in (output / "config.yaml").read_text()
     assert "ndcg@5" in done.stdout and "mlflow ui --backend-store-uri" in done.stdout
+
+
+def test_an_error_inside_a_sweep_hook_ends_the_command_with_status_1(capsys):
+    """Hydra would turn it into a warning and exit 0: a sweep whose summary failed must not look like a success."""
+    import pytest
+
+    from pipeline.sweep.callback import hook
+
+    class Broken:
+        @hook
+        def on_multirun_end(self) -> None:
+            raise ValueError("boom")
+
+    with pytest.raises(SystemExit) as stopped:
+        Broken().on_multirun_end()
+    assert stopped.value.code == 1
+    assert "the sweep's on_multirun_end failed (above): a bug" in capsys.readouterr().err
