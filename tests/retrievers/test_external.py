@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from metrics.errors import InputError
-from metrics.trec import read_trec_run
+from metrics.trec import read_trec_run, trec_lines
 from retrievers.external import ANSWER_SHOWN, BadAnswer, ExternalSearch
 from retrievers.run_file import RunFile
 
@@ -78,7 +78,7 @@ def test_the_same_results_written_as_a_run_file_rank_the_same(tmp_path):
                             for r, (d, s) in enumerate(hits, 1)), encoding="utf-8")
     from_file = RunFile(path=path).index(CORPUS).rank(*QUESTIONS, 3)
     assert [ranking(run, i) for i in (0, 1)] == [ranking(from_file, i) for i in (0, 1)]
-    assert list(run.trec_lines("t")) == list(read_trec_run(path).truncated(3).trec_lines("t"))
+    assert list(trec_lines(run, "t")) == list(trec_lines(read_trec_run(path).truncated(3), "t"))
 
 
 def test_more_than_k_results_keep_the_best_k_and_are_reported():

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from metrics.errors import InputError
+from metrics.trec import trec_lines
 from retrievers.external import BadAnswer, ExternalSearch
 from retrievers.http import HttpSearch, at_path, fill, masked_url
 from tests.pipeline.config.engines import ListSearch
@@ -63,7 +64,7 @@ def test_the_elasticsearch_entry_reads_a_search_endpoint_by_config_alone(server,
     plain = adapter(HttpSearch(url=server.url("/search")), c).rank(c.query_ids, c.query_texts, 10)
     es = adapter(HttpSearch(**entry("elasticsearch", url=server.url("/helpdesk/_search"))), c)
     ranked = es.rank(c.query_ids, c.query_texts, 10)
-    assert list(ranked.trec_lines("x")) == list(plain.trec_lines("x")) and len(list(plain.trec_lines())) > 50
+    assert list(trec_lines(ranked, "x")) == list(trec_lines(plain, "x")) and len(list(trec_lines(plain))) > 50
     sent = [body for path, _, body in server.requests if path == "/helpdesk/_search"]
     expected = [{"size": 10, "_source": False, "track_total_hits": False, "query": {"match": {"text": text}}}
                 for text in c.query_texts]
