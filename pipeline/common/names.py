@@ -80,6 +80,8 @@ ONE_SIDE_FILE = "questions_on_one_side.txt"
 
 # -- the tracking store -----------------------------------------------------------------------------------------
 DB_NAME = "mlflow.db"
+LOCK_SUFFIX = ".lock"  # mlflow.db.lock: held while a process makes its first connection to the store
+CREATING_SUFFIX = ".creating"  # mlflow.db.creating: a new store while MLflow builds its tables
 ARTIFACT_DIR = "mlartifacts"
 DEFAULT_EXPERIMENT = "rankscope"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from metrics.errors import InputError
 from pipeline.common import commands
-from pipeline.common.names import ARTIFACT_DIR, DB_NAME, DEFAULT_EXPERIMENT
+from pipeline.common.names import ARTIFACT_DIR, CREATING_SUFFIX, DB_NAME, DEFAULT_EXPERIMENT, LOCK_SUFFIX
 from pipeline.common.redact import one_line, redact_text
 from pipeline.tracking.client import MlflowClient, MlflowException
 
@@ -65,17 +65,32 @@ def artifact_location(uri: str) -> str | None:
     return (db.parent / ARTIFACT_DIR).as_uri() if db is not None else None
 
 
+def create_sqlite(db: Path, artifact_root: str | None = None) -> None:
+    """Create and migrate a new SQLite store under a temporary name, then move it into place in one step: a process
+    killed while MLflow builds the tables (seconds of migrations) leaves no half-made store that no later command
+    could open. Called under :func:`creation_lock`."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    partial = db.with_name(db.name + CREATING_SUFFIX)
+    partial.unlink(missing_ok=True)  # what a process killed while creating left
+    store = SqlAlchemyStore(SQLITE + str(partial), artifact_root or (db.parent / ARTIFACT_DIR).as_uri())
+    store.engine.dispose()
+    os.replace(partial, db)
+
+
 @contextmanager
-def creation_lock(uri: str) -> Iterator[None]:
-    """Serialise a process's first connection to a SQLite store (where MLflow creates and migrates it)."""
+def creation_lock(uri: str, artifact_root: str | None = None) -> Iterator[None]:
+    """Serialise a process's first connection to a SQLite store, creating the store first when there is none."""
     db = sqlite_path(uri)
     if db is None or uri in _opened:
         yield
         return
     db.parent.mkdir(parents=True, exist_ok=True)
-    with open(db.with_name(db.name + ".lock"), "a") as handle:
+    with open(db.with_name(db.name + LOCK_SUFFIX), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
+            if not db.exists() or db.stat().st_size == 0:
+                create_sqlite(db, artifact_root)
             yield
             _opened.add(uri)
         finally:
@@ -154,7 +169,7 @@ def create_database_schema(backend_store_uri: str, artifact_root: str) -> None:
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     try:
-        with creation_lock(backend_store_uri):
+        with creation_lock(backend_store_uri, artifact_root):
             store = SqlAlchemyStore(backend_store_uri, artifact_root)
     except MlflowException as exc:
         raise InputError(redact_text(exc.message)) from None

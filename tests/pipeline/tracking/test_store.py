@@ -6,13 +6,17 @@ break it (``duplicate column``, ``table ... already exists``, ``Online migration
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from mlflow import MlflowClient
 
+from pipeline.common.names import CREATING_SUFFIX, DB_NAME
 from tests.pipeline.helpers import cli_env
 
 OPEN = textwrap.dedent("""
@@ -39,6 +43,52 @@ def test_processes_opening_a_new_store_together_all_succeed_and_share_one_experi
     assert [d.returncode for d in done] == [0] * 6, [d.stderr[-800:] for d in done if d.returncode]
     assert len({d.stdout.strip() for d in done}) == 1
     assert [e.name for e in MlflowClient(uri).search_experiments()] == ["rankscope", "Default"]
+
+
+def schema_version(db) -> str | None:
+    """The store's migration version as another process sees it now (None: no version table yet)."""
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as connection:
+        try:
+            return connection.execute("SELECT version_num FROM alembic_version").fetchone()[0]
+        except sqlite3.OperationalError:
+            return None
+
+
+def test_a_new_store_appears_whole_the_moment_its_file_exists(tmp_path):
+    """MLflow spends seconds building a new store's tables; the store's file appears only once they are all there,
+    so a process killed meanwhile (Ctrl-C, kill -9) cannot leave a half-made store no later command opens."""
+    db = tmp_path / DB_NAME
+    process = subprocess.Popen([sys.executable, "-c", OPEN, f"sqlite:///{db}"], cwd=tmp_path, env=cli_env(tmp_path),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not db.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    first_seen = schema_version(db)
+    assert process.wait(timeout=300) == 0, process.stderr.read()[-1500:]
+    assert first_seen is not None and first_seen == schema_version(db)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.0, 0.3, 0.6, 1.0, 1.5, 2.0, 3.0])
+def test_a_process_killed_while_creating_the_store_leaves_none_half_made(tmp_path, delay):
+    """kill -9 while MLflow builds the tables (the moment the database file, or its temporary twin, appears, plus a
+    delay): the next command opens the store and finds it whole."""
+    db = tmp_path / DB_NAME
+    uri = f"sqlite:///{db}"
+    partial = db.with_name(db.name + CREATING_SUFFIX)
+    process = subprocess.Popen([sys.executable, "-c", OPEN, uri], cwd=tmp_path, env=cli_env(tmp_path),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (db.exists() or partial.exists()) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(delay)
+    process.kill()
+    process.wait(timeout=60)
+    done = subprocess.run([sys.executable, "-c", OPEN, uri], cwd=tmp_path, env=cli_env(tmp_path),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert [e.name for e in MlflowClient(uri).search_experiments()] == ["rankscope", "Default"]
+    assert not partial.exists()
 
 
 @pytest.mark.slow
