@@ -54,11 +54,17 @@ def heavy(n_docs: int, n_queries: int = 1_000, seed: int = 0) -> Synthetic:
     sigma = 0.5
     doc_lens = np.clip(rng.lognormal(np.log(60.0) - sigma**2 / 2, sigma, n_docs), 5, 600).astype(np.int64)
     query_lens = 1 + rng.poisson(5.0, n_queries)
-    width = len(str(max(n_docs, n_queries)))
+    return _drawn(rng, vocab, cdf, doc_lens, query_lens)
+
+
+def _drawn(rng: np.random.Generator, vocab: list[str], cdf: np.ndarray, doc_lens: np.ndarray,
+           query_lens: np.ndarray) -> Synthetic:
+    """Documents and questions of the given lengths, words drawn by ``cdf`` from ``vocab``; ids d0001, q0001 ..."""
+    width = len(str(max(len(doc_lens), len(query_lens))))
     return Synthetic(
-        [f"d{i:0{width}d}" for i in range(n_docs)],
+        [f"d{i:0{width}d}" for i in range(len(doc_lens))],
         _zipf_texts(rng, vocab, cdf, doc_lens),
-        [f"q{i:0{width}d}" for i in range(n_queries)],
+        [f"q{i:0{width}d}" for i in range(len(query_lens))],
         _zipf_texts(rng, vocab, cdf, query_lens),
     )
 
@@ -77,10 +83,4 @@ def synthetic(
     sigma = 0.6
     doc_lens = np.clip(rng.lognormal(np.log(mean_doc_len) - sigma**2 / 2, sigma, n_docs), 3, 1000).astype(np.int64)
     query_lens = rng.integers(query_len[0], query_len[1] + 1, n_queries)
-    width = len(str(max(n_docs, n_queries)))
-    return Synthetic(
-        [f"d{i:0{width}d}" for i in range(n_docs)],
-        _zipf_texts(rng, vocab, cdf, doc_lens),
-        [f"q{i:0{width}d}" for i in range(n_queries)],
-        _zipf_texts(rng, vocab, cdf, query_lens),
-    )
+    return _drawn(rng, vocab, cdf, doc_lens, query_lens)

@@ -126,14 +126,19 @@ def agreement(ours: Measured, peer: Measured) -> str:
     return f"{verdict} ({detail}; scores within {worst:.1e})"
 
 
-def write_corpus(n: int, questions: int, work: Path) -> Path:
-    path = work / f"synthetic-{label(n)}-{questions}q.pkl"
+def pickled(path: Path, what: str, make) -> Path:
+    """``path``, holding the texts of the corpus ``make()`` generates (made once, then reused)."""
     if not path.exists():
-        log(f"generating {label(n)} documents, {questions} questions")
-        s = synthetic(n, questions, seed=0)
+        log(f"generating {what}")
+        s = make()
         with path.open("wb") as handle:
             pickle.dump({"doc_texts": s.doc_texts, "query_texts": s.query_texts}, handle, protocol=5)
     return path
+
+
+def write_corpus(n: int, questions: int, work: Path) -> Path:
+    return pickled(work / f"synthetic-{label(n)}-{questions}q.pkl", f"{label(n)} documents, {questions} questions",
+                   lambda: synthetic(n, questions, seed=0))
 
 
 HEAVY_QUESTIONS = 1_000
@@ -141,13 +146,8 @@ HEAVY_QUESTIONS = 1_000
 
 def write_heavy(n: int, work: Path) -> Path:
     """The heavy workload (bench.corpus.heavy) at ``n`` documents, with its 1,000 questions."""
-    path = work / f"heavy-{label(n)}.pkl"
-    if not path.exists():
-        log(f"generating the heavy workload: {label(n)} documents, {HEAVY_QUESTIONS} questions")
-        s = heavy(n, HEAVY_QUESTIONS, seed=0)
-        with path.open("wb") as handle:
-            pickle.dump({"doc_texts": s.doc_texts, "query_texts": s.query_texts}, handle, protocol=5)
-    return path
+    return pickled(work / f"heavy-{label(n)}.pkl", f"the heavy workload: {label(n)} documents, {HEAVY_QUESTIONS} "
+                   f"questions", lambda: heavy(n, HEAVY_QUESTIONS, seed=0))
 
 
 def write_scifact(work: Path) -> Path | None:

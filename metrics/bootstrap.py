@@ -31,6 +31,16 @@ class Interval:
         return self.low > 0 or self.high < 0
 
 
+def _questions_by_columns(values: np.ndarray) -> np.ndarray:
+    """``values`` as a float matrix, one row per question (a vector is one column); refused when empty."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    if values.shape[0] == 0:
+        raise ValueError("cannot bootstrap an empty set of questions")
+    return values
+
+
 def resample_means(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
                    progress: Callable[[int], object] | None = None) -> np.ndarray:
     """Means of ``resamples`` bootstrap resamples of the rows of ``values`` (questions x columns).
@@ -38,12 +48,8 @@ def resample_means(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed:
     Returns (resamples x columns). Rows are resampled together, so paired columns stay paired. ``progress`` is
     told how many resamples each chunk completed (a progress bar's ``update``).
     """
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim == 1:
-        values = values[:, None]
+    values = _questions_by_columns(values)
     n = values.shape[0]
-    if n == 0:
-        raise ValueError("cannot bootstrap an empty set of questions")
     rng = np.random.default_rng(seed)
     out = np.empty((resamples, values.shape[1]))
     columns = [np.ascontiguousarray(values[:, j]) for j in range(values.shape[1])]
@@ -67,12 +73,8 @@ def resample_means_by_counts(values: np.ndarray, resamples: int = DEFAULT_RESAMP
     Equal to :func:`resample_means` up to float rounding (the sums run in another order), and an order of magnitude
     faster for hundreds of columns; :func:`resample_means` stays the SPEC-exact one.
     """
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim == 1:
-        values = values[:, None]
+    values = _questions_by_columns(values)
     n = values.shape[0]
-    if n == 0:
-        raise ValueError("cannot bootstrap an empty set of questions")
     rng = np.random.default_rng(seed)
     out = np.empty((resamples, values.shape[1]))
     step = max(1, _CHUNK_CELLS // n)
