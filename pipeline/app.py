@@ -25,8 +25,8 @@ from pipeline.common.names import MULTIRUN_CONFIG, PROG, TAG_KIND
 from pipeline.common.redact import mask_yaml_file, one_line, redact_log_records, redact_std_streams
 from pipeline.config import schema
 from pipeline.config.paths import CONF_DIR
-from pipeline.job.context import JobContext
-from pipeline.job.run import JobFailed, config_tags, execute_job
+from pipeline.job.context import JobContext, config_tags
+from pipeline.job.run import JobFailed, execute_job
 from pipeline.sweep.tuning import is_tuning, objective, trial_line
 
 TUNE_HINT = "pip install 'rankscope[tune]'"

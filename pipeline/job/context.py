@@ -100,3 +100,8 @@ def short_value(value: str) -> str:
         except ValueError:
             pass
     return value
+
+
+def config_tags(cfg: Any) -> dict[str, str]:
+    """The user's extra tags (``+tags.owner=me``; a scheduled sweep adds its name and date)."""
+    return {str(k): str(v) for k, v in (cfg.get("tags") or {}).items()}

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
 
@@ -45,7 +45,15 @@ from pipeline.common.names import (
 from pipeline.common.redact import redact_text
 from pipeline.config.plan import JobPlan, config_digest, run_params
 from pipeline.job.chunked import rank_in_chunks
-from pipeline.job.context import JobContext, SweepHandle, configured_corpus, corpus_label, run_name, system_name
+from pipeline.job.context import (
+    JobContext,
+    SweepHandle,
+    config_tags,
+    configured_corpus,
+    corpus_label,
+    run_name,
+    system_name,
+)
 from pipeline.job.diagnose import JobDiagnosis, diagnose_job
 from pipeline.job.results import JobResult, bootstrap, score, write_results
 from pipeline.job.reuse import JobReuse
@@ -99,11 +107,6 @@ def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = 
     finally:
         job.close()
     return job.publish(record, result, text, report)
-
-
-def config_tags(cfg: Any) -> dict[str, str]:
-    """The user's extra tags (``+tags.owner=me``; a scheduled sweep adds its name and date)."""
-    return {str(k): str(v) for k, v in (cfg.get("tags") or {}).items()}
 
 
 class Job:

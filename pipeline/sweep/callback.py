@@ -41,9 +41,9 @@ from pipeline.config.hydra_internals import (
     loader_memo,
 )
 from pipeline.config.plan import JobPlan
-from pipeline.job.context import SweepHandle, configured_corpus, run_name
-from pipeline.job.run import config_tags
-from pipeline.sweep.close import abandon, close_sweep, run_sweep_gate
+from pipeline.job.context import SweepHandle, config_tags, configured_corpus, run_name
+from pipeline.sweep.close import abandon, close_sweep
+from pipeline.sweep.gating import run_sweep_gate
 from pipeline.sweep.resume import open_parent
 from pipeline.sweep.tuning import check_tuning, close_tuning, is_tuning
 from pipeline.tracking.runs import Tracker

@@ -17,7 +17,8 @@ from metrics.errors import InputError
 from pipeline.common.names import JOBS_PREFIX, MULTIRUN_CONFIG, PROG, RECORD_FILE, TAG_OVERRIDES
 from pipeline.common.redact import redact_text
 from pipeline.job.context import SweepHandle
-from pipeline.sweep.close import close_sweep, run_sweep_gate
+from pipeline.sweep.close import close_sweep
+from pipeline.sweep.gating import run_sweep_gate
 from pipeline.sweep.resume import lock_sweep, release_sweep, reopen_parent, sweep_state
 from pipeline.tracking.client import MlflowClient
 from pipeline.tracking.records import JobRecord, pending_records, publish
