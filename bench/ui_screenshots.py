@@ -1,4 +1,5 @@
-"""The MLflow guide's screenshots, taken for real: a help-desk BM25 k1 x b grid in a fresh store, a real ``mlflow
+"""The MLflow guide's screenshots, taken for real: a SciFact BM25 k1 x b grid in a fresh store (on the
+help-desk corpus every k1 and b ranks alike, so a grid there shows no differences), a real ``mlflow
 server`` on 127.0.0.1, and the system Chromium (headless, through playwright) opening each view a user opens.
 
 ``python -m bench.ui_screenshots docs/images`` writes ``mlflow_*.png`` there and prints what each view's first
@@ -25,10 +26,12 @@ REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run", "--disable-sync"]
-GRID = ["-m", "retriever.k1=0.6,0.9,1.2", "retriever.b=0.4,0.75", "quiet=true"]
+SCIFACT = REPO.parent / "shared" / "datasets" / "scifact"
+GRID = ["-m", "corpus=scifact", f"corpus.path={SCIFACT}", "metrics=beir", "retriever.k1=0.3,0.9,1.5",
+        "retriever.b=0.2,0.75", "quiet=true"]
 PLOT_PARAMS = ["retriever.b", "retriever.k1"]  # the swept keys, in the order the compare page lists them
-PLOT_METRIC = "ndcg_at_5"
-TABLE, COMPARE_COLUMN = "per_question.json", "ndcg@5"
+PLOT_METRIC = "ndcg_at_10"
+TABLE, COMPARE_COLUMN = "per_question.json", "ndcg@10"
 # MLflow 3.17 opens its assistant panel on a browser's first visit, covering a third of every view; a browser that
 # has closed it once keeps it closed (these localStorage keys), so every page starts as a returning user's would.
 CLOSED_ASSISTANT = ("localStorage.setItem('mlflow.assistant.panelOpen_v1', 'false');"
@@ -111,8 +114,8 @@ def take_screenshots(page, base: str, view: str, experiment: str, parent: str, c
         seen["charts (sections)"] = ", ".join(chart_sections(page))
 
     def plot_metric() -> None:
-        """The parallel coordinates plot starts with the shared params and the first metric (hit_rate_at_3):
-        add ndcg_at_5 in the Metrics picker (type to filter: its list is virtual), then drop the others."""
+        """The parallel coordinates plot starts with the shared params and the first metric:
+        add ndcg_at_10 in the Metrics picker (type to filter: its list is virtual), then drop the others."""
         panel = page.get_by_role("tabpanel", name="Parallel Coordinates Plot")
         params, metrics = panel.locator(SELECT).nth(0), panel.locator(SELECT).nth(1)
         chips = ".du-bois-light-select-selection-item"
@@ -138,7 +141,7 @@ def take_screenshots(page, base: str, view: str, experiment: str, parent: str, c
 
     def per_question() -> None:
         """The artifact view compares the tables of the runs shown: children only (the parent is hidden: it has
-        no per_question.json, only sweep_summary.json), per_question.json, compared on ndcg@5."""
+        no per_question.json, only sweep_summary.json), per_question.json, compared on ndcg@10."""
         expand()
         step("hide the parent run", lambda: row(parent).locator(
             "label:has(input.is-visibility-toggle-checkbox)").click(timeout=10_000))
