@@ -8,9 +8,9 @@ detectable effect** (MDE) is the ``delta`` whose power is ``power`` (80% by conv
 it are likely to come out "indistinguishable" even when they are real. By the central limit theorem this also
 describes the bootstrap interval and randomisation test rankscope reports, for the few dozen questions up.
 
-Plain functions over arrays and numbers. ``scipy.stats`` (1-2 s to import) is imported inside the functions that
-need the noncentral t; :func:`normal_mde` and :func:`normal_questions` are the closed-form normal approximations
-(standard library only), also the exact search's starting point.
+Plain functions over arrays and numbers. ``scipy.special`` (the noncentral t) is imported inside the functions that
+need it (never ``scipy.stats``, 1-2 s to import); :func:`normal_mde` and :func:`normal_questions` are the
+closed-form normal approximations (standard library only), also the exact search's starting point.
 """
 
 from __future__ import annotations
@@ -63,12 +63,14 @@ def paired_power(difference: float, sd: float, n: int, alpha: float = DEFAULT_AL
         raise ValueError(f"a paired t-test needs at least two questions, got {n}")
     if sd <= 0:
         return 1.0 if difference != 0 else alpha
-    from scipy import stats  # the noncentral t; imported here, never at module import
+    # the t quantile and the noncentral t's distribution function, from scipy.special: what scipy.stats' t and nct
+    # compute, without scipy.stats' 1-2 s import; imported here, never at module import
+    from scipy.special import nctdtr, stdtrit
 
     df = n - 1
-    critical = stats.t.ppf(1 - alpha / 2, df)
+    critical = stdtrit(df, 1 - alpha / 2)
     shift = abs(difference) * math.sqrt(n) / sd
-    return float(stats.nct.sf(critical, df, shift) + stats.nct.cdf(-critical, df, shift))
+    return float((1.0 - nctdtr(df, shift, critical)) + nctdtr(df, shift, -critical))
 
 
 def minimum_detectable_effect(sd: float, n: int, alpha: float = DEFAULT_ALPHA,
@@ -88,12 +90,17 @@ def minimum_detectable_effect(sd: float, n: int, alpha: float = DEFAULT_ALPHA,
 
 @functools.lru_cache(maxsize=256)
 def _unit_mde(n: int, alpha: float, power: float) -> float:
-    from scipy.optimize import brentq
-
-    high = normal_mde(1.0, n, alpha, power) * 2
+    """The MDE of a unit spread: power grows with the difference, so bisection finds where it reaches ``power``."""
+    low, high = 0.0, normal_mde(1.0, n, alpha, power) * 2
     while paired_power(high, 1.0, n, alpha) < power:  # small n: the t's tails can need more than twice the guess
-        high *= 2
-    return float(brentq(lambda delta: paired_power(delta, 1.0, n, alpha) - power, 0.0, high, xtol=1e-12))
+        low, high = high, high * 2
+    while high - low > 1e-12 * max(1.0, high):
+        middle = (low + high) / 2
+        if paired_power(middle, 1.0, n, alpha) < power:
+            low = middle
+        else:
+            high = middle
+    return high  # the smallest difference known to reach the power
 
 
 def questions_needed(difference: float, sd: float, alpha: float = DEFAULT_ALPHA,
