@@ -9,8 +9,10 @@ Exit statuses are the shell's usual ones: 130 after Ctrl-C, 143 after SIGTERM.
 from __future__ import annotations
 
 import signal
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 class Terminated(KeyboardInterrupt):
@@ -34,8 +36,36 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def install() -> None:
-    """SIGTERM raises :class:`Terminated` in the main thread from now on."""
+    """SIGTERM raises :class:`Terminated` in the main thread from now on, and an interruption a finaliser swallowed
+    is delivered again (:func:`_swallowed`)."""
     signal.signal(signal.SIGTERM, _terminate)
+    if sys.unraisablehook is not _swallowed:
+        global _PREVIOUS_HOOK
+        _PREVIOUS_HOOK = sys.unraisablehook
+        sys.unraisablehook = _swallowed
+
+
+_PREVIOUS_HOOK = sys.unraisablehook
+_AGAIN: list[type[KeyboardInterrupt]] = []  # the interruption a finaliser swallowed, to raise again
+
+
+def _again(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    raise (_AGAIN.pop() if _AGAIN else KeyboardInterrupt)()
+
+
+def _swallowed(unraisable: Any) -> None:
+    """A Ctrl-C or SIGTERM that landed in a finaliser (``__del__``, a weakref callback) is printed by Python as
+    "Exception ignored" and the command would go on to the end as if nothing had been asked: raise it again
+    once the finaliser is over, so it stops the command as it should."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        # raised here it would be swallowed again: a timer raises it 10 ms later, in whatever runs then (were that
+        # another finaliser, this hook would just arm the timer once more)
+        _AGAIN[:] = [type(unraisable.exc_value)]
+        signal.signal(signal.SIGALRM, _again)
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        return
+    _PREVIOUS_HOOK(unraisable)
 
 
 def watch(**what: object) -> None:

@@ -1,0 +1,54 @@
+"""Ctrl-C and SIGTERM stop the command even when they land in a finaliser, where Python would print "Exception
+ignored" and let the command run on to the end (the interruption stress caught one doing so, with status 0)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.pipeline.helpers import REPO
+
+PROGRAM = textwrap.dedent("""
+    import os, signal, sys, threading, time
+    from pipeline.common import interrupts
+
+    interrupts.install()
+
+    class Slow:
+        def __del__(self):  # the signal arrives while this finaliser runs
+            time.sleep(1.0)
+
+    threading.Timer(0.3, os.kill, (os.getpid(), getattr(signal, sys.argv[1]))).start()
+    try:
+        Slow()  # dropped at once: __del__ runs here
+        time.sleep(3)
+        print("went on to the end")
+    except KeyboardInterrupt as exc:
+        print("stopped", interrupts.status(exc)[1])
+        sys.exit(interrupts.status(exc)[0])
+""")
+
+
+@pytest.mark.parametrize(("name", "word", "code"), [("SIGTERM", "SIGTERM", 143), ("SIGINT", "Ctrl-C", 130)])
+def test_a_signal_landing_in_a_finaliser_still_stops_the_command(name, word, code):
+    done = subprocess.run([sys.executable, "-c", PROGRAM, name], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (code, f"stopped {word}"), done.stderr
+    assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_other_unraisable_errors_are_still_reported():
+    code = ("from pipeline.common import interrupts\ninterrupts.install()\n"
+            "class Bad:\n    def __del__(self):\n        raise ValueError('in a finaliser')\nBad()\nprint('on')\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "on" and "ValueError: in a finaliser" in done.stderr
+
+
+def test_installing_twice_keeps_one_hook():
+    code = ("import sys\nfrom pipeline.common import interrupts\ninterrupts.install()\nfirst = sys.unraisablehook\n"
+            "interrupts.install()\nassert sys.unraisablehook is first\nassert interrupts._PREVIOUS_HOOK is not first\n")
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=60)
+
+
