@@ -68,17 +68,25 @@ def repeat(number: int, rng: random.Random, folder: Path, longest: float) -> dic
     found = check(folder)
     return {"repeat": number, "signal": name, "after_s": round(delay, 1), "exit": process.returncode,
             "stderr_lines": len(lines), "traceback": "Traceback" in err, "resume_exit": resumed.returncode,
-            **found}
+            **found, **({"stderr": err[-2000:]} if "Traceback" in err or len(lines) > 1 else {})}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.interruptions", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--longest", type=float, default=30.0, help="latest moment of the signal, in seconds")
+    parser.add_argument("--longest", type=float, help="latest moment of the signal, in seconds (default: how long "
+                                                       "one uninterrupted sweep takes here, measured first)")
     parser.add_argument("--out", type=Path, help="write the results as JSON here too")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
+    if args.longest is None:
+        with tempfile.TemporaryDirectory(prefix="rankscope-stress-") as tmp:
+            start = time.perf_counter()
+            subprocess.run(command(Path(tmp) / "sweep"), cwd=tmp, env=environment(Path(tmp)), check=True,
+                           capture_output=True)
+            args.longest = time.perf_counter() - start
+        print(f"one uninterrupted sweep: {args.longest:.1f} s; signals fall between 0.5 s and that", flush=True)
     results = []
     for number in range(args.repeats):
         with tempfile.TemporaryDirectory(prefix="rankscope-stress-") as tmp:
