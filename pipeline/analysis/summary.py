@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -147,12 +148,13 @@ def group_label(members: list[str]) -> str:
 
 
 def unique_names(systems: list[SystemRun]) -> None:
-    seen: dict[str, int] = {}
-    for s in systems:
-        seen[s.name] = seen.get(s.name, 0) + 1
-    for s in systems:
-        if seen[s.name] > 1:
-            s.name = f"{s.name} #{s.job}"
+    """Systems sharing a name are told apart by job number, then (a sweep resumed with settings the names do not
+    show runs job 0 again) by run id: every table of the summary has one row per system."""
+    for label in (lambda s: f"{s.name} #{s.job}", lambda s: f"{s.name} ({s.run_id[:8]})"):
+        counts = Counter(s.name for s in systems)
+        for s in systems:
+            if counts[s.name] > 1:
+                s.name = label(s)
 
 
 def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpec], primary: MetricSpec,

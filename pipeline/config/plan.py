@@ -35,7 +35,7 @@ from retrievers.base import BuildContext, Retriever
 
 _checked: dict[str, dict[str, Any]] = {}  # a config's canonical text -> its completed corpus and retriever entries
 # Top-level config keys that say where and how results are recorded, not what is computed.
-NOT_COMPUTED = ("tracking", "cache", "study", "gate", "tags", "hydra")
+NOT_COMPUTED = ("tracking", "cache", "study", "gate", "tags", "hydra", "quiet")
 NOT_PARAMS = ("gate", "tags")  # how results are judged and labelled, not how they were made
 
 

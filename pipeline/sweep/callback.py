@@ -75,17 +75,6 @@ def sweep_overrides(overrides: list[str], sweeper_params: dict[str, Any] | None)
     return everything, varying
 
 
-def refuse_other_points(sweep_dir: Path, jobs: list[list[str]] | None) -> None:
-    """A folder resumes only the sweep it holds: the same points (each job's overrides). Anything else would log a
-    second run per system under the old parent; say so, with the command that resumes what is there."""
-    previous = SweepHandle.read(sweep_dir)
-    if previous is None or previous.points is None or jobs is None:
-        return
-    if previous.points != [[redact_text(o) for o in job] for job in jobs]:
-        _exit(f"{sweep_dir} holds a sweep of other points ({len(previous.points)} jobs): resume it with "
-              f"{previous.resume_command()}, or give this sweep a new hydra.sweep.dir")
-
-
 def hook(method: Callable[..., None]) -> Callable[..., None]:
     """Hydra turns an exception in a callback into a warning and exits 0: here it ends the command with status 1."""
 
@@ -136,7 +125,6 @@ class MlflowSweep(Callback):
         tags = {**config_tags(config), TAG_KIND: KIND_SWEEP, TAG_SWEEP_DIR: str(sweep_dir),
                 TAG_OVERRIDES: " ".join(overrides),
                 TAG_LAUNCHER: str(config.hydra.runtime.choices.get("hydra/launcher", "basic"))}
-        refuse_other_points(sweep_dir, jobs)
         try:
             uri = tracking_uri(config.tracking.uri, launch_dir)
             self.parent, experiment_id, resumed = open_parent(uri, config.tracking.experiment, sweep_dir, name, tags)

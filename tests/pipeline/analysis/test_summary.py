@@ -9,7 +9,7 @@ import pytest
 from metrics.bootstrap import paired_difference
 from metrics.power import minimum_detectable_effect, questions_needed
 from metrics.spec import parse_metrics
-from pipeline.analysis.summary import SystemRun, summarize
+from pipeline.analysis.summary import SystemRun, summarize, unique_names
 from pipeline.reports.text import sweep_text
 from retrievers import BM25, LSA, WeightedSum
 from tests.pipeline.measured import measured
@@ -57,6 +57,20 @@ def test_failed_jobs_are_listed_and_left_out_of_the_tables():
     assert [s.name for s in summary.failed] == ["C"] and list(summary.means.index) == ["A", "B"]
     text = sweep_text(summary, "Sweep t")
     assert "2 of 3 jobs finished" in text and "FAILED job 2 (C): /missing: corpus folder does not exist" in text
+
+
+def test_systems_sharing_a_name_and_job_number_get_one_row_each():
+    """A sweep resumed with a setting the names do not show (more resamples) runs job 0 again: two runs named
+    "A", both job 0, under one parent."""
+    again = child("A", 0, [1, 0.5, 0.6, 0.2, 0.9, 0.0, 0.7, 0.5], [1, 2, 1, 4, 1, NAN, 1, 3])
+    again.run_id = "later-run"
+    first = child("A", 0, list(A.per_question["ndcg@5"]), list(A.per_question["first_relevant_rank"]))
+    systems = [first, again, child("B", 1, list(B.per_question["ndcg@5"]), list(B.per_question["first_relevant_rank"]))]
+    unique_names(systems)
+    assert [s.name for s in systems] == ["A #0 (run0)", "A #0 (later-ru)", "B"]
+    summary = summarize(systems, "parent", SHOW, SHOW[1])
+    assert list(summary.means.index) == ["A #0 (run0)", "A #0 (later-ru)", "B"]
+    assert "A #0 (later-ru)" in sweep_text(summary, "Sweep t")
 
 
 def test_systems_measured_on_different_data_are_not_compared_question_by_question():

@@ -97,6 +97,7 @@ def test_the_target_and_its_arguments_are_part_of_the_config_digest():
                      "+retriever.min_length=4")
     check_config(other)
     assert config_digest(other) != same  # another class, same arguments
+    assert digest("+retriever.min_length=4", "quiet=true") == same  # progress bars change no result
 
 
 def test_your_engine_can_be_a_fusion_component():

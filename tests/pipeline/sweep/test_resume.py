@@ -79,24 +79,6 @@ def test_a_sweep_killed_after_its_second_job_resumes_and_logs_every_job_exactly_
     assert done_before <= {c.info.run_id for c in children}  # the jobs done before were not run again
 
 
-def test_a_folder_resumes_only_its_own_points_and_says_how_to_resume_them(launch_dir):
-    """The same folder with other overrides (here one more) would log a second run of every system under the old
-    parent: refused, nothing logged, and the command that resumes the folder's sweep is given."""
-    sweep_dir = launch_dir / "sweep"
-    args = ["-m", "retriever.k1=0.6,1.2", f"hydra.sweep.dir={sweep_dir}", "metrics.bootstrap.resamples=20"]
-    assert run_pipeline(launch_dir, *args).returncode == 0
-    client = MlflowClient(f"sqlite:///{launch_dir / 'mlflow.db'}")
-    before = sweep_runs(client)
-    other = run_pipeline(launch_dir, *args, "quiet=true")
-    assert other.returncode == 1
-    (line,) = other.stderr.strip().splitlines()
-    assert f"{sweep_dir} holds a sweep of other points (2 jobs): resume it with " in line
-    assert "retriever.k1=0.6,1.2" in line and "quiet=true" not in line and "new hydra.sweep.dir" in line
-    after = sweep_runs(client)
-    assert [[r.info.run_id for r in runs] for runs in after] == [[r.info.run_id for r in runs] for runs in before]
-    assert after[0][0].info.status == "FINISHED"
-
-
 @pytest.mark.slow
 def test_a_server_stopped_mid_sweep_then_sync_logs_every_result_exactly_once(tmp_path, shared_datasets):
     """SciFact jobs (seconds each) so the server is surely down before the last two jobs log."""
