@@ -133,6 +133,9 @@ class ServerSettings:
 def check_port_free(host: str, port: int) -> None:
     """A port another program holds is one line, before anything starts."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # as the server binds (uvicorn sets SO_REUSEADDR): a listener blocks it, the closed connections of a server
+        # just stopped on that port (TIME_WAIT) do not
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))
         except OSError:

@@ -390,6 +390,25 @@ def test_a_busy_port_is_one_line_before_anything_starts(tmp_path):
     assert f"port {port} on 127.0.0.1 is already in use" in lines[0]
 
 
+def test_a_port_just_freed_by_a_stopped_server_is_free_again():
+    """The server closed its connections first, so they linger in TIME_WAIT on its port: a restart on the same port
+    (as after an outage) must not be refused as busy."""
+    import socket
+
+    from pipeline.team.tracking_server import check_port_free
+
+    with socket.socket() as listener:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        client = socket.create_connection(("127.0.0.1", port))
+        served, _ = listener.accept()
+        served.close()  # the server side closes first: its end of the connection waits in TIME_WAIT
+        client.close()
+    check_port_free("127.0.0.1", port)
+
+
 def test_exposed_settings_allow_every_address_the_server_listens_on():
     from pipeline.team.tracking_server import interface_addresses
 
