@@ -54,6 +54,7 @@ class SweepHandle:
         return shlex.join(self.resume)
 
 
+TARGET_KEY = "retriever._target_"
 SYSTEM_KEYS = ("retriever.", "retriever@retriever.", "text.", "depth")  # overrides that change what a system ranks
 
 
@@ -68,6 +69,10 @@ def system_name(retriever_name: str, overrides: list[str], varying: list[str]) -
         key, _, value = override.lstrip("+~").partition("=")
         if key in ("retriever", "retriever.name") or not (key in varying or key.startswith(SYSTEM_KEYS)):
             continue
+        if key == TARGET_KEY:  # your own class: named only when it varies, by its class name
+            if key not in varying:
+                continue
+            value = value.rsplit(".", 1)[-1]
         shown = key.removeprefix("retriever@").removeprefix("retriever.")
         parts.append(f"{shown}={short_value(value)}")
     return " ".join([retriever_name, *parts])

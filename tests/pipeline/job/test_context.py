@@ -27,6 +27,13 @@ def test_a_swapped_fusion_component_is_in_the_name():
     assert system_name("RRF", overrides, []) == "RRF components.second=dense"
 
 
+def test_your_own_class_is_named_by_its_arguments_and_by_its_class_only_when_that_varies():
+    fixed = ["retriever=custom", "retriever._target_=mine.search.ListSearch", "+retriever.min_length=3"]
+    assert system_name("custom", fixed, ["retriever.min_length"]) == "custom min_length=3"
+    swept = ["retriever=custom", "retriever._target_=mine.search.Other"]
+    assert system_name("custom", swept, ["retriever._target_"]) == "custom _target_=Other"
+
+
 def test_a_swept_path_is_named_by_its_last_part():
     name = system_name("BM25", ["corpus.path=/data/beir/collections/scifact"], ["corpus.path"])
     assert name == "BM25 corpus.path=.../scifact"
