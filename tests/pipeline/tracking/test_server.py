@@ -112,7 +112,8 @@ def test_the_parent_holds_four_nested_children_and_the_sweep_summary(server, swe
     _, experiment_id, runs = sweep
     parent, children = split(runs)
     assert len(runs) == 5 and len(children) == 4
-    assert parent["info"]["status"] == "FINISHED" and parent["info"]["run_name"] == "retriever=bm25,lsa,weighted,rrf"
+    assert parent["info"]["status"] == "FINISHED"
+    assert parent["info"]["run_name"] == "retriever=bm25,lsa,weighted,rrf · helpdesk"
     assert tags(parent)["rankscope.launcher"] == "joblib" and tags(parent)["rankscope.kind"] == "sweep"
     listed = rest(server, f"/api/2.0/mlflow/artifacts/list?run_id={parent['info']['run_id']}")
     files = {f["path"] for f in listed["files"]}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.ui_screenshots import CLOSED_ASSISTANT, chart_sections
 from pipeline.team.tracking_server import ServerSettings, tracking_server
 from tests.pipeline.helpers import run_pipeline
 
@@ -40,7 +41,9 @@ def browser_page(sweep):
     settings = ServerSettings(f"sqlite:///{folder / 'mlflow.db'}", str(folder / "mlartifacts"), workers=1)
     with tracking_server(settings) as server, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1800, "height": 1000})
+        context = browser.new_context(viewport={"width": 1800, "height": 1000})
+        context.add_init_script(CLOSED_ASSISTANT)  # as a returning user sees it: the assistant panel shut
+        page = context.new_page()
         yield page, server.uri, view.replace("http://127.0.0.1:5000", server.uri), folder
         browser.close()
 
@@ -54,9 +57,10 @@ def test_the_chart_view_starts_with_the_retrieval_metrics(browser_page):
     page, _, view, _ = browser_page
     page.goto(view + "&compareRunsMode=CHART")
     wait_for_runs(page)
-    time.sleep(5)
-    sections = [s.split(" (")[0] for s in page.locator("text=/^.+ \\(\\d+\\)$/").all_inner_texts()]
+    page.get_by_text("Model metrics", exact=True).wait_for(timeout=60_000)
+    sections = [s.split(" (")[0] for s in chart_sections(page)]
     assert sections and sections[0] == "Model metrics", sections
+    assert "System metrics" in sections
     assert "cache" not in sections
 
 
