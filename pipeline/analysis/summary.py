@@ -129,7 +129,6 @@ class SweepSummary:
         sd = float(varying["sd"].median())
         return Sensitivity(n, sd, minimum_detectable_effect(sd, n, self.alpha, self.power), self.alpha, self.power)
 
-
     def thinly_judged(self) -> dict[str, tuple[float, bool]]:
         """Finished systems whose judged@10 is below :data:`JUDGED_FLOOR`: (judged@10, whether their judgments list
         only relevant documents). Systems that did not measure judged@10 are not listed."""
