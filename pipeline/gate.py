@@ -8,7 +8,6 @@ end with ``python -m pipeline -m ... gate=default``; see ``pipeline.decisions.ga
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from pipeline.compare import SELECTOR, add_store_options
@@ -54,4 +53,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from pipeline.common import exit
+
+    exit.run(main)

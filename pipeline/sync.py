@@ -38,4 +38,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from pipeline.common import exit
+
+    exit.run(main)

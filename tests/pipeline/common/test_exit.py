@@ -1,0 +1,45 @@
+"""A command ends without the interpreter's teardown, yet loses nothing: threads finish, atexit handlers run,
+buffered output is written, and the status is the one asked for."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.pipeline.helpers import REPO
+
+PROGRAM = textwrap.dedent("""
+    import atexit, sys, threading, time
+    from pipeline.common import exit
+
+    class Teardown:
+        def __del__(self):  # runs only in the interpreter's teardown, which is skipped
+            print("torn down")
+
+    KEPT = Teardown()
+
+    def main():
+        def upload():
+            time.sleep(0.5)
+            print("thread finished")
+        threading.Thread(target=upload).start()  # non-daemon, like MLflow's artifact uploads
+        atexit.register(lambda: print("atexit ran"))
+        sys.stdout.write("buffered, no newline")
+        return eval(sys.argv[1])
+
+    exit.run(main)
+""")
+
+
+@pytest.mark.parametrize(("returned", "status"), [("None", 0), ("3", 3), ("sys.exit(4)", 4), ("sys.exit()", 0),
+                                                  ("sys.exit('bad input')", 1)])
+def test_the_status_is_kept_and_nothing_pending_is_lost(returned, status):
+    done = subprocess.run([sys.executable, "-c", PROGRAM, returned], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == status, done.stderr
+    assert "buffered, no newline" in done.stdout and "thread finished" in done.stdout and "atexit ran" in done.stdout
+    assert "torn down" not in done.stdout  # the teardown was skipped
+    assert ("bad input" in done.stderr) == (status == 1)
