@@ -8,7 +8,7 @@ heavy imports start, so a command stopped while it starts says so in one line, l
 
 import sys
 
-from pipeline.common import exit, interrupts
+from pipeline.common import ending, interrupts
 from pipeline.config.paths import CONF_DIR
 
 GROUPS = ("corpus", "retriever", "metrics", "experiment", "tracking", "gate", "diagnosis")
@@ -50,4 +50,4 @@ if __name__ == "__main__":
         code, word = interrupts.status(exc)
         print(f"rankscope: stopped by {word} while starting: nothing was done", file=sys.stderr, flush=True)
         sys.exit(code)
-    exit.run(main)
+    ending.run(main)

@@ -120,6 +120,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from pipeline.common import exit
+    from pipeline.common import ending
 
-    exit.run(main)
+    ending.run(main)

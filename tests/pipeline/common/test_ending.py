@@ -13,7 +13,7 @@ from tests.pipeline.helpers import REPO
 
 PROGRAM = textwrap.dedent("""
     import atexit, sys, threading, time
-    from pipeline.common import exit
+    from pipeline.common import ending
 
     class Teardown:
         def __del__(self):  # runs only in the interpreter's teardown, which is skipped
@@ -30,7 +30,7 @@ PROGRAM = textwrap.dedent("""
         sys.stdout.write("buffered, no newline")
         return eval(sys.argv[1])
 
-    exit.run(main)
+    ending.run(main)
 """)
 
 
