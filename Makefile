@@ -35,8 +35,7 @@ bench: $(STAMP)
 UI_STORE ?= sqlite:///$(CURDIR)/mlflow.db
 UI_PORT ?= 5000
 ui: $(STAMP)
-	@echo "MLflow UI on http://127.0.0.1:$(UI_PORT) (store $(UI_STORE)); stop with Ctrl-C"
-	$(BIN)/python -m mlflow ui --backend-store-uri $(UI_STORE) --host 127.0.0.1 --port $(UI_PORT) --workers 1
+	$(BIN)/python -m pipeline.ui --backend-store-uri $(UI_STORE) --port $(UI_PORT)
 
 clean:
 	rm -rf $(VENV) outputs multirun

@@ -36,7 +36,7 @@ SCIFACT = REPO.parent / "shared" / "datasets" / "scifact"
 PY = sys.executable
 GRID = ["retriever.k1=0.6,0.9,1.2,1.5", "retriever.b=0.3,0.6,0.75"]  # 12 points
 COMMANDS_WITH_HELP = ["pipeline", "pipeline.compare", "pipeline.gate", "pipeline.sync", "pipeline.scheduled",
-                      "pipeline.server", "metrics", "retrievers.cache"]
+                      "pipeline.server", "pipeline.ui", "metrics", "retrievers.cache"]
 
 
 def environment(folder: Path) -> dict[str, str]:

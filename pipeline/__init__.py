@@ -1,9 +1,9 @@
 """rankscope's edges: everything that reads configs, writes files, talks to MLflow, prints and draws.
 
 The commands are the modules at this level, one per command users type: ``python -m pipeline`` (:mod:`pipeline.app`),
-``pipeline.compare``, ``pipeline.gate``, ``pipeline.sync``, ``pipeline.scheduled``, ``pipeline.server``. Below them,
-one package per responsibility, each importing only the packages listed after it (``pyproject.toml``'s import
-contracts, checked by ``tests/test_architecture.py``):
+``pipeline.compare``, ``pipeline.gate``, ``pipeline.sync``, ``pipeline.scheduled``, ``pipeline.server``,
+``pipeline.ui``. Below them, one package per responsibility, each importing only the packages listed after it
+(``pyproject.toml``'s import contracts, checked by ``tests/test_architecture.py``):
 
 - ``sweep``: a sweep's driver (a Hydra callback), its end (summary, report, gate), resume, sync and tuning;
 - ``decisions``: is one run better than another; the regression gate. ``team``: the team's tracking server;

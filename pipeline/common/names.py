@@ -83,6 +83,8 @@ DB_NAME = "mlflow.db"
 LOCK_SUFFIX = ".lock"  # mlflow.db.lock: held while a process makes its first connection to the store
 CREATING_SUFFIX = ".creating"  # mlflow.db.creating: a new store while MLflow builds its tables
 ARTIFACT_DIR = "mlartifacts"
+LOOPBACK = "127.0.0.1"  # where servers listen unless exposed
+SERVED_ARTIFACT_ROOT = "mlflow-artifacts:/"  # runs on a server record this; it maps it to its artifacts destination
 DEFAULT_EXPERIMENT = "rankscope"
 
 # -- MLflow metric names ---------------------------------------------------------------------------------------------

@@ -29,15 +29,14 @@ from pathlib import Path
 from typing import TextIO
 
 from metrics.errors import InputError
+from pipeline.common.names import LOOPBACK, SERVED_ARTIFACT_ROOT
 from pipeline.common.redact import redact_log_records, redact_text
 from pipeline.team.postgres import free_port, local_postgres
 from pipeline.tracking.store import create_database_schema
 
 SIOCGIFADDR = 0x8915  # Linux: an interface's IPv4 address
 TEAM_HINT = "pip install 'rankscope[team]'"
-LOOPBACK = "127.0.0.1"
 EVERY_INTERFACE = "0.0.0.0"
-SERVED_ARTIFACT_ROOT = "mlflow-artifacts:/"  # runs record this; the server maps it to --artifacts-destination
 DATABASE_SCHEMES = ("postgresql", "mysql", "mssql", "sqlite")
 
 

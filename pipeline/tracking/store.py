@@ -182,6 +182,6 @@ def run_location(uri: str, experiment_id: str, run_id: str) -> str:
     """Where to look at a run: its UI page on a server, else the command that opens the UI on the store."""
     if uri.startswith(("http://", "https://")):
         return redact_text(f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}")
-    ui = commands.line(commands.module("mlflow", "ui", "--backend-store-uri", uri))
+    ui = commands.line(commands.module("pipeline.ui", "--backend-store-uri", uri))
     return redact_text(f"run {run_id} in {uri} (open the UI: {ui}, then http://127.0.0.1:5000/#/experiments/"
                        f"{experiment_id}/runs/{run_id})")

@@ -57,6 +57,6 @@ def save_view(client: MlflowClient, experiment_id: str, primary_key: str, primar
 
 
 def view_url(uri: str, experiment_id: str, key: str) -> str:
-    """The view's address on a tracking server (or on ``mlflow ui``'s default address for a local store)."""
+    """The view's address on a tracking server (or on ``python -m pipeline.ui``'s default address for a local store)."""
     base = uri.rstrip("/") if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
     return f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning&viewStateShareKey={key}"

@@ -94,7 +94,7 @@ def test_a_single_run_is_a_plain_run_with_its_files_table_and_dataset(launch_dir
     assert {"config.yaml", "per_question.csv", "run.trec", "metrics.csv", "diagnosis.txt", "plots"} <= {
         p.name for p in output.iterdir()}
     assert "dims: 10" in (output / "config.yaml").read_text()
-    assert "ndcg@5" in done.stdout and "mlflow ui --backend-store-uri" in done.stdout
+    assert "ndcg@5" in done.stdout and "pipeline.ui --backend-store-uri" in done.stdout
 
 
 def test_an_error_inside_a_sweep_hook_ends_the_command_with_status_1(capsys):

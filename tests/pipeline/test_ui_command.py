@@ -1,0 +1,112 @@
+"""``python -m pipeline.ui`` (``make ui``): the MLflow UI on a local store, served by one real process.
+
+It must serve what ``mlflow ui`` serves (the page, the runs, their artifacts), stop on Ctrl-C without a traceback,
+and say in one line what is wrong with a busy port or a store that is not local.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start(folder: Path, *args: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.Popen([sys.executable, "-m", "pipeline.ui", *args], cwd=folder, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return answer.read()
+
+
+def wait_until_served(process: subprocess.Popen, base: str, limit: float = 180) -> None:
+    start_time = time.monotonic()
+    while time.monotonic() - start_time < limit:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        try:
+            get(base + "/health")
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("the UI did not answer /health")
+
+
+@pytest.fixture(scope="module")
+def store_with_a_run(tmp_path_factory, empty_store):
+    """A store made as rankscope makes one (artifacts beside the database), holding one run with a file."""
+    folder = tmp_path_factory.mktemp("ui-store")
+    shutil.copy(empty_store, folder / "mlflow.db")
+    code = """
+from pathlib import Path
+from pipeline.tracking.store import Store
+store = Store.open('sqlite:///' + str(Path('mlflow.db').resolve()), 'rankscope')
+run = store.client.create_run(store.experiment_id, run_name='BM25 · helpdesk')
+store.client.log_metric(run.info.run_id, 'ndcg_at_10', 0.75)
+Path('per_question.json').write_text('{"columns": ["query_id"], "data": [["q01"]]}')
+store.client.log_artifact(run.info.run_id, 'per_question.json')
+store.client.set_terminated(run.info.run_id)
+print(run.info.run_id)
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=folder, env={**os.environ, "PYTHONPATH": str(REPO)},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return folder, done.stdout.strip()
+
+
+def test_it_serves_the_page_the_runs_and_their_artifacts_then_stops_on_ctrl_c(store_with_a_run):
+    folder, run_id = store_with_a_run
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = start(folder, "--port", str(port))  # the default store: ./mlflow.db
+    try:
+        wait_until_served(process, base)
+        assert b"<html" in get(base + "/").lower()
+        found = json.loads(get(base + "/ajax-api/2.0/mlflow/runs/get?run_id=" + run_id))
+        assert found["run"]["data"]["metrics"][0]["key"] == "ndcg_at_10"
+        artifact = get(f"{base}/get-artifact?path=per_question.json&run_uuid={run_id}")
+        assert json.loads(artifact)["data"] == [["q01"]]
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0
+    assert f"MLflow UI on {base}" in out
+    assert "Traceback" not in err
+
+
+def test_a_busy_port_is_one_line(tmp_path):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        process = start(tmp_path, "--port", str(port))
+        _, err = process.communicate(timeout=120)
+    assert process.returncode == 2
+    assert err.strip().count("\n") == 0 and f"port {port}" in err, err
+
+
+def test_a_tracking_server_is_not_a_local_store(tmp_path):
+    process = start(tmp_path, "--backend-store-uri", "http://127.0.0.1:5999")
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 2
+    assert err.strip().count("\n") == 0 and "serves its own UI" in err, err
