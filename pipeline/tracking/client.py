@@ -14,9 +14,14 @@ os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # store creation and m
 from mlflow import MlflowClient
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, Run, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
-from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_SOURCE_NAME, MLFLOW_SOURCE_TYPE
+from mlflow.utils.mlflow_tags import (
+    MLFLOW_LOGGED_ARTIFACTS,
+    MLFLOW_PARENT_RUN_ID,
+    MLFLOW_SOURCE_NAME,
+    MLFLOW_SOURCE_TYPE,
+)
 
 __all__ = [
-    "MLFLOW_PARENT_RUN_ID", "MLFLOW_SOURCE_NAME", "MLFLOW_SOURCE_TYPE", "Dataset", "DatasetInput", "InputTag", "Metric",
-    "MlflowClient", "MlflowException", "Param", "Run", "RunStatus", "RunTag",
+    "MLFLOW_LOGGED_ARTIFACTS", "MLFLOW_PARENT_RUN_ID", "MLFLOW_SOURCE_NAME", "MLFLOW_SOURCE_TYPE", "Dataset",
+    "DatasetInput", "InputTag", "Metric", "MlflowClient", "MlflowException", "Param", "Run", "RunStatus", "RunTag",
 ]

@@ -25,7 +25,7 @@ import pandas as pd
 from pipeline.common.jsonfile import read_json, write_json
 from pipeline.common.names import RECORD_FILE, TAG_CONFIG_DIGEST, TAG_KIND, TAG_RECORD, TAG_SUPERSEDED_BY
 from pipeline.common.redact import redact_text, redact_tree, redact_value
-from pipeline.tracking.client import MLFLOW_PARENT_RUN_ID, MlflowClient, Run
+from pipeline.tracking.client import MLFLOW_LOGGED_ARTIFACTS, MLFLOW_PARENT_RUN_ID, MlflowClient, Run
 from pipeline.tracking.identity import Identity
 from pipeline.tracking.runs import Tracker, redacted_frame
 from pipeline.tracking.search import search_runs
@@ -176,17 +176,17 @@ def _publish(client: MlflowClient, record: JobRecord, folder: Path) -> Published
 
 def _log(client: MlflowClient, record: JobRecord, folder: Path) -> str:
     tags = {**record.tags, TAG_RECORD: record.record_id}
+    if record.table:  # the saved file is already an MLflow table (save_table): logged as is, and marked as one
+        tags[MLFLOW_LOGGED_ARTIFACTS] = json.dumps([{"path": record.table, "type": "table"}])
     tracker = Tracker.start(client, record.experiment_id, record.run_name, tags, record.parent_run_id,
                             start_time=record.started_ms or None)
     try:
-        if record.params:
-            tracker.log_params(record.params)
-        if record.metrics:
-            tracker.log_metrics(record.metrics)
+        if record.params or record.metrics:
+            tracker.log_metrics(record.metrics, params=record.params)
         if record.dataset:
             tracker.log_dataset_fields(record.dataset, context="evaluation")
-        if record.table:
-            tracker.log_table(read_table(folder / record.table, record.table_dtypes), record.table)
+        for name in [record.table] if record.table else []:
+            tracker.log_files([folder / name], posixpath.dirname(name) or None)
         for name in record.files:  # 'plots/x.png' goes to the run's plots/ folder
             tracker.log_files([folder / name], posixpath.dirname(name) or None)
     except BaseException as exc:  # interrupted or refused half-way: the half-logged run is closed, never RUNNING;

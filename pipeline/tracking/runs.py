@@ -36,6 +36,7 @@ from pipeline.tracking.client import (
 from pipeline.tracking.provenance import provenance_tags
 
 PARAM_LIMIT = 6000  # MLflow's longest param value
+BATCH_PARAMS, BATCH_ENTITIES = 100, 1000  # what one log_batch takes: params, and metrics + params + tags
 LOCKED_WAIT_S = 60.0  # how long closing a run waits for a locked SQLite store
 DATASET_ATTEMPTS = 4
 
@@ -109,12 +110,18 @@ class Tracker:
         self.client.log_batch(self.run_id, params=batch)
 
     def log_metrics(self, metrics: Mapping[str, float], tags: Mapping[str, str] | None = None,
-                    step: int = 0) -> None:
-        """All metrics (and any tags known only now) in one call."""
+                    step: int = 0, params: Mapping[str, Any] | None = None) -> None:
+        """All metrics (and any tags known only now, and ``params``) in one call: one transaction of the store, as
+        long as MLflow takes them in one batch."""
         now = int(time.time() * 1000)
         batch = [Metric(k, float(v), now, step) for k, v in metrics.items() if v == v]  # NaN: nothing to log
         extra = [RunTag(k, redact_value(k, str(v))) for k, v in (tags or {}).items()]
-        self.client.log_batch(self.run_id, metrics=batch, tags=extra)
+        values = [Param(k, redact_value(k, _text(v))[:PARAM_LIMIT]) for k, v in (params or {}).items()]
+        if len(values) > BATCH_PARAMS or len(batch) + len(values) + len(extra) > BATCH_ENTITIES:
+            if params:
+                self.log_params(params)
+            values = []
+        self.client.log_batch(self.run_id, metrics=batch, params=values, tags=extra)
 
     def log_dataset_fields(self, fields: Mapping[str, str], context: str) -> None:
         """A dataset input from :func:`dataset_fields` (saved with a job's results, so it can be logged later)."""
