@@ -1,20 +1,22 @@
 """Self-contained pages: escaped text, sections with anchors and a table of contents, folding blocks, embedded
-PNGs, figure files with safe names."""
+PNGs, figure files with safe names, each figure drawn once and several on two cores."""
 
 from __future__ import annotations
 
 import base64
+import os
 from html.parser import HTMLParser
 
 import pandas as pd
 
-from pipeline.reports import plots
+from pipeline.reports import html, plots
 from pipeline.reports.html import (
     Section,
     details,
     figure_filename,
     link,
     render_html,
+    render_pngs,
     save_figures,
     section_anchors,
     write_report,
@@ -103,3 +105,33 @@ def test_save_figures_writes_non_empty_pngs_with_safe_names(tmp_path):
     assert figure_filename("../../etc/ndcg@5 vs rrf") == "etc_ndcg_5_vs_rrf.png"
     report = write_report("<html></html>", tmp_path / "sweep" / "report.html")
     assert report.read_text(encoding="utf-8") == "<html></html>"
+
+
+def means_figures(n: int) -> list:
+    return [plots.means_bars(pd.DataFrame([{"system": f"s{i}", "metric": "mrr", "mean": 0.1 * i, "ci_low": 0.0,
+                                            "ci_high": 0.2 * i}])) for i in range(n)]
+
+
+def test_figures_drawn_on_two_cores_are_the_figures_drawn_one_by_one():
+    together = render_pngs(means_figures(5))
+    alone = [html._draw(fig, html.DPI) for fig in means_figures(5)]
+    assert together == alone and len(set(together)) == 5
+
+
+def test_a_figure_saved_then_shown_in_a_page_is_drawn_once(tmp_path, monkeypatch):
+    [fig] = means_figures(1)
+    drawn = []
+    real = html._draw
+    monkeypatch.setattr(html, "_draw", lambda f, dpi: drawn.append(f) or real(f, dpi))
+    [path] = save_figures({"means": fig}, tmp_path)
+    page = parse(render_html("t", [Section("Means", figure=fig)]))
+    assert len(drawn) == 1
+    assert base64.b64decode(page.images[0].split(",", 1)[1]) == path.read_bytes()
+
+
+def test_when_the_second_core_cannot_draw_this_process_draws_every_figure(monkeypatch):
+    monkeypatch.setattr(html, "_draw", lambda f, dpi, real=html._draw: real(f, dpi) if os.getpid() == parent
+                        else os._exit(3))  # the forked copy fails at once
+    parent = os.getpid()
+    figures = means_figures(3)
+    assert render_pngs(figures) == [html._draw(f, html.DPI) for f in means_figures(3)]
