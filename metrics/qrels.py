@@ -79,7 +79,9 @@ class Qrels:
         level = max(level, 0)
         if level not in self._relevant:  # kept: the arrays are never modified in place
             codes = self.codes
-            self._relevant[level] = codes.query_vocab[np.unique(codes.query_codes[self.grades >= level])].tolist()
+            # the codes present, ascending (as np.unique gives them, without its import of numpy.ma)
+            present = np.bincount(codes.query_codes[self.grades >= level], minlength=len(codes.query_vocab))
+            self._relevant[level] = codes.query_vocab[np.flatnonzero(present)].tolist()
         return list(self._relevant[level])
 
     def subset(self, mask: np.ndarray) -> Qrels:
