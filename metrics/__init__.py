@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 _WHERE = {
-    "EvalSettings": "metrics.evaluation", "Evaluation": "metrics.evaluation", "Interval": "metrics.bootstrap",
+    "EvalSettings": "metrics.scoring", "Evaluation": "metrics.evaluation", "Interval": "metrics.bootstrap",
     "MetricSpec": "metrics.spec", "Qrels": "metrics.qrels", "Run": "metrics.run", "bootstrap_ci": "metrics.bootstrap",
     "evaluate": "metrics.evaluation", "paired_difference": "metrics.bootstrap", "parse_metric": "metrics.spec",
     "parse_metrics": "metrics.spec",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from metrics.errors import InputError
 from metrics.spec import MetricSpec, parse_trec_measure, trec_form
 
-if TYPE_CHECKING:  # numpy and pandas load only once there is something to score: --help and usage errors are instant
+if TYPE_CHECKING:  # numpy loads only once there is something to score: --help and usage errors are instant
     from metrics.qrels import Qrels
     from metrics.run import Run
 
@@ -93,39 +93,44 @@ def report(
     with ``complete`` (trec_eval's -c: a judged query missing from the run scores 0).
     """
     from metrics.bootstrap import exact_mean
-    from metrics.evaluation import EvalSettings, evaluate
+    from metrics.scoring import EvalSettings, score
 
     if level < 0:
         raise InputError(f"the relevance level must be 0 or more, not {level}")
     specs = list(dict.fromkeys(c.spec for c in cols if c.spec is not None))
     settings = EvalSettings(level=level, missing="zero" if complete else "skip")
-    ev = evaluate(run, qrels, specs, settings, query_ids=qrels.judged_queries())
-    if len(ev.per_question.index) == 0:
+    scores = score(run, qrels, specs, settings, query_ids=qrels.judged_queries())
+    if not scores.query_ids:
         raise InputError("no query has both results and a relevant judgment" if not complete
                          else f"no query has a relevant judgment at level {level}")
-    queries = sorted(ev.per_question.index, key=lambda q: str(q).encode())
+    row = {q: i for i, q in enumerate(scores.query_ids)}
+    queries = sorted(row, key=lambda q: str(q).encode())
     in_run = set(run.query_ids.tolist())
-    left_out = [q for q in ev.without_judgments if complete or q in in_run]
+    left_out = [q for q in scores.without_judgments if complete or q in in_run]
     notes = []
     if left_out:
         notes.append(f"note: {len(left_out)} judged quer{'y has' if len(left_out) == 1 else 'ies have'} no relevant "
                      f"judgment at level {level}, left out of the means (trec_eval would score them 0): "
                      + " ".join(sorted(left_out)))
 
-    def value(col: Column, rows: list[str]) -> object:
+    def value(col: Column, query: str | None) -> object:
+        """The column's value for one query, or over every query (``None``): a count's sum, a metric's mean."""
         if col.family == "runid":
             return run.name
         if col.family == "num_q":
-            return len(rows)
+            return len(row) if query is None else 1
+        values = scores.counts[col.family] if col.spec is None else scores.values[col.spec.name]
+        if query is not None:
+            values = values[row[query] : row[query] + 1]
         if col.spec is None:
-            return int(ev.counts.loc[rows, col.family].sum())
-        return float(exact_mean(ev.per_question.loc[rows, col.spec.name].to_numpy())[0])
+            return int(values.sum())
+        return float(exact_mean(values)[0])
 
     lines = []
     if per_question:
         for q in queries:
-            lines.extend(_line(c.name, q, value(c, [q])) for c in cols if c.family not in SUMMARY_ONLY)
-    lines.extend(_line(c.name, "all", value(c, queries)) for c in cols)
+            lines.extend(_line(c.name, q, value(c, q)) for c in cols if c.family not in SUMMARY_ONLY)
+    lines.extend(_line(c.name, "all", value(c, None)) for c in cols)
     return lines, notes
 
 

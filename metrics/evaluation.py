@@ -1,4 +1,5 @@
-"""Score a Run against Qrels: one row per question, one column per metric spec."""
+"""Score a Run against Qrels: one row per question, one column per metric spec (pandas tables over
+:func:`metrics.scoring.score`, which computes them)."""
 
 from __future__ import annotations
 
@@ -8,21 +9,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from metrics import ranking
 from metrics.bootstrap import exact_mean
-from metrics.judged import Judged, judge
 from metrics.qrels import Qrels
 from metrics.run import Run
-from metrics.spec import MetricSpec, parse_metrics
+from metrics.scoring import EvalSettings, compute, score
+from metrics.spec import MetricSpec
 
-
-@dataclass(frozen=True)
-class EvalSettings:
-    """How judgments are read: ``level`` and above counts as relevant; nDCG keeps the graded gains."""
-
-    level: int = 1
-    gain: str = "linear"
-    missing: str = "zero"  # a judged question absent from the run: "zero" scores it 0, "skip" leaves it out
+__all__ = ["EvalSettings", "Evaluation", "compute", "evaluate"]
 
 
 @dataclass(frozen=True)
@@ -43,39 +36,6 @@ class Evaluation:
         return pd.Series(exact_mean(self.per_question[names].to_numpy(dtype=np.float64)), index=names)
 
 
-def compute(judged: Judged, metrics: Sequence[MetricSpec], settings: EvalSettings) -> dict[str, np.ndarray]:
-    """Every requested metric from one join: a dict ``name -> per-question array``."""
-    rel = judged.relevant(settings.level)
-    n_rel = judged.n_relevant(settings.level)
-    out: dict[str, np.ndarray] = {}
-    gain = ideal = None
-    for spec in metrics:
-        if spec.measure == "hit_rate":
-            out[spec.name] = ranking.hit_rate(rel, spec.k)
-        elif spec.measure == "recall":
-            out[spec.name] = ranking.recall(rel, n_rel, spec.k)
-        elif spec.measure == "precision":
-            out[spec.name] = ranking.precision(rel, spec.k)
-        elif spec.measure == "mrr":
-            out[spec.name] = ranking.reciprocal_rank(rel)
-        elif spec.measure == "map":
-            out[spec.name] = ranking.average_precision(rel, n_rel)
-        elif spec.measure == "r_precision":
-            out[spec.name] = ranking.r_precision(rel, n_rel)
-        elif spec.measure == "bpref":
-            out[spec.name] = ranking.bpref(judged.judged(), max(settings.level, 0), n_rel,
-                                           judged.n_nonrelevant(settings.level))
-        elif spec.measure == "judged":
-            out[spec.name] = ranking.judged_share(judged.judged(), judged.lengths, spec.k)
-        elif spec.measure == "ndcg":
-            if gain is None:
-                gain, ideal = judged.gains(settings.gain)
-            out[spec.name] = ranking.ndcg(gain, ideal, spec.k)
-        else:  # pragma: no cover - parse_metric rejects unknown measures
-            raise ValueError(spec.measure)
-    return out
-
-
 def evaluate(
     run: Run,
     qrels: Qrels,
@@ -83,32 +43,11 @@ def evaluate(
     settings: EvalSettings | None = None,
     query_ids: Sequence[str] | None = None,
 ) -> Evaluation:
-    """Score ``run`` against ``qrels``.
-
-    The questions scored are those with at least one relevant judgment (``query_ids`` narrows them); the
-    others are listed in ``without_judgments``. A scored question missing from the run scores 0 (or is left
-    out, with ``missing="skip"``, as trec_eval does without ``-c``).
-    """
-    settings = settings or EvalSettings()
-    specs = parse_metrics(metrics) if isinstance(metrics, str) else [
-        m if isinstance(m, MetricSpec) else parse_metrics([m])[0] for m in metrics
-    ]
-    relevant = set(qrels.relevant_queries(settings.level))
-    if query_ids is None:
-        query_ids = list(dict.fromkeys(qrels.judged_queries() + [str(q) for q in run.query_ids]))
-    scored = [q for q in query_ids if q in relevant]
-    without = [q for q in query_ids if q not in relevant]
-    in_run = set(run.query_ids.tolist())
-    missing = [q for q in scored if q not in in_run]
-    if settings.missing == "skip":
-        scored = [q for q in scored if q in in_run]
-    judged = judge(run, qrels, scored)
-    values = compute(judged, specs, settings)
-    per_question = pd.DataFrame(values, index=pd.Index(scored, name="query_id"))
-    rel = judged.relevant(settings.level)
-    first = pd.Series(ranking.first_relevant_rank(rel), index=per_question.index, name="first_relevant_rank")
-    counts = pd.DataFrame(
-        {"num_ret": judged.lengths, "num_rel": judged.n_relevant(settings.level), "num_rel_ret": rel.count()},
-        index=per_question.index,
-    )
-    return Evaluation(per_question, list(specs), settings, without, missing, first, counts)
+    """Score ``run`` against ``qrels`` (see :func:`metrics.scoring.score`) into pandas tables indexed by question."""
+    scores = score(run, qrels, metrics, settings, query_ids)
+    index = pd.Index(scores.query_ids, name="query_id")
+    per_question = pd.DataFrame(scores.values, index=index)
+    first = pd.Series(scores.first_relevant_rank, index=index, name="first_relevant_rank")
+    counts = pd.DataFrame(scores.counts, index=index)
+    return Evaluation(per_question, scores.metrics, scores.settings, scores.without_judgments,
+                      scores.missing_from_run, first, counts)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-import pandas as pd
 
 from metrics import ranking
+from metrics.hashing import positions
 from metrics.qrels import Qrels
 from metrics.ranking import Hits
 from metrics.run import PAD, Run
@@ -52,18 +52,6 @@ class Judged:
                 replace(self.ideal, values=ranking.gains(self.ideal.values, kind)))
 
 
-def positions(keys, values) -> np.ndarray:
-    """Position of each of ``values`` in ``keys`` (unique), -1 where absent.
-
-    Both sides stay object-dtype indexes: pandas would otherwise infer its string dtype and convert on every
-    lookup, three times slower on a 200,000-document run.
-    """
-    if len(keys) == 0 or len(values) == 0:
-        return np.full(len(values), -1, dtype=np.int64)
-    index = keys if isinstance(keys, pd.Index) else pd.Index(keys, dtype=object)
-    return index.get_indexer(pd.Index(values, dtype=object))
-
-
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -98,7 +86,7 @@ def lookup(keys: np.ndarray, docs: np.ndarray, universe: int) -> tuple[np.ndarra
     cells += (np.arange(len(docs), dtype=np.uint64) * np.uint64(universe))[:, None]
     candidates = np.flatnonzero(marked[_hash_in_place(cells, bits).ravel()])
     exact = (candidates // depth) * universe + docs.ravel()[candidates]
-    which = pd.Index(keys).get_indexer(exact)
+    which = positions(keys, exact)
     hit = which >= 0
     return candidates[hit], which[hit]
 
@@ -110,8 +98,8 @@ def judge(run: Run, qrels: Qrels, query_ids: list[str]) -> Judged:
     Distinct ids are hashed once each, through indexes the Run and Qrels keep; judgments then join as integers.
     """
     n = len(query_ids)
-    scored = pd.Index(query_ids, dtype=object)
-    rows = positions(run.query_index, scored)
+    scored = np.asarray(query_ids, dtype=object)
+    rows = run.query_positions(scored)
     if n == len(run.query_ids) and np.array_equal(rows, np.arange(n)):
         docs, lengths = run.docs, run.lengths
     else:
@@ -131,7 +119,7 @@ def judge(run: Run, qrels: Qrels, query_ids: list[str]) -> Judged:
 
     # (question, document) as one integer; PAD's cell, row * universe - 1, names no document of any row
     universe = len(run.doc_ids) + 1
-    di = positions(run.doc_index, codes.doc_vocab)[doc_codes]
+    di = run.doc_positions(codes.doc_vocab)[doc_codes]
     in_run = di >= 0
     keys = qi[in_run] * universe + di[in_run]
     flat, which = lookup(keys, docs, universe)

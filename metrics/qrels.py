@@ -6,7 +6,8 @@ import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
+
+from metrics.hashing import factorize, first_repeat
 
 
 @dataclass(frozen=True)
@@ -60,16 +61,14 @@ class Qrels:
 
     def _encode(self) -> QrelsCodes:
         """The integer form; building it is also the check that no (question, document) pair is judged twice."""
-        query_codes, query_vocab = pd.factorize(self.query_ids)
-        doc_codes, doc_vocab = pd.factorize(self.doc_ids)
-        if len(self.grades):
-            pairs = pd.Index(query_codes.astype(np.int64) * len(doc_vocab) + doc_codes)
-            if pairs.has_duplicates:
-                i = int(np.flatnonzero(pairs.duplicated())[0])
-                raise ValueError(f"judgments name a (question, document) pair twice: question "
-                                 f"{self.query_ids[i]}, document {self.doc_ids[i]}")
-        return QrelsCodes(np.asarray(query_vocab, dtype=object), query_codes.astype(np.int64),
-                          np.asarray(doc_vocab, dtype=object), doc_codes.astype(np.int64))
+        query_codes, query_vocab = factorize(self.query_ids)
+        doc_codes, doc_vocab = factorize(self.doc_ids)
+        repeat = first_repeat(query_codes * len(doc_vocab) + doc_codes) if len(self.grades) else None
+        if repeat is not None:
+            i = repeat[0]
+            raise ValueError(f"judgments name a (question, document) pair twice: question "
+                             f"{self.query_ids[i]}, document {self.doc_ids[i]}")
+        return QrelsCodes(query_vocab, query_codes, doc_vocab, doc_codes)
 
     def judged_queries(self) -> list[str]:
         """Questions with at least one judgment, in first-seen order."""
@@ -80,7 +79,9 @@ class Qrels:
         level = max(level, 0)
         if level not in self._relevant:  # kept: the arrays are never modified in place
             codes = self.codes
-            self._relevant[level] = codes.query_vocab[np.unique(codes.query_codes[self.grades >= level])].tolist()
+            # the codes present, ascending (as np.unique gives them, without its import of numpy.ma)
+            present = np.bincount(codes.query_codes[self.grades >= level], minlength=len(codes.query_vocab))
+            self._relevant[level] = codes.query_vocab[np.flatnonzero(present)].tolist()
         return list(self._relevant[level])
 
     def subset(self, mask: np.ndarray) -> Qrels:

@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+from metrics.hashing import Positions
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PAD = -1
 
@@ -45,14 +50,22 @@ class Run:
         return int(self.docs.shape[1])
 
     @cached_property
-    def query_index(self) -> pd.Index:
-        """Hash index of ``query_ids`` (object dtype: pandas' string dtype would convert on every lookup)."""
-        return pd.Index(self.query_ids, dtype=object)
+    def query_positions(self) -> Positions:
+        """Where each of some query ids is among ``query_ids`` (a hash table built on first use)."""
+        return Positions(self.query_ids)
 
     @cached_property
-    def doc_index(self) -> pd.Index:
-        """Hash index of ``doc_ids``, built on first use: a run from a retriever shares its corpus's ids."""
-        return pd.Index(self.doc_ids, dtype=object)
+    def doc_positions(self) -> Positions:
+        """Where each of some document ids is among ``doc_ids``, built on first use: a run from a retriever shares
+        its corpus's ids."""
+        return Positions(self.doc_ids)
+
+    @cached_property
+    def query_index(self) -> pd.Index:
+        """pandas Index of ``query_ids`` (object dtype: pandas' string dtype would convert on every lookup)."""
+        import pandas as pd
+
+        return pd.Index(self.query_ids, dtype=object)
 
     @property
     def lengths(self) -> np.ndarray:

@@ -17,16 +17,21 @@ about one part in ten million; a 64-bit unit would not do, since trec_eval's 32-
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import math
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from metrics.errors import InputError
+from metrics.hashing import first_repeat, sorted_codes
 from metrics.qrels import Qrels, QrelsBuilder
 from metrics.run import PAD, Run
 from metrics.textfile import shown, text_lines
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 BEIR_HEADER = ("query-id", "corpus-id", "score")
 
@@ -115,38 +120,51 @@ def read_trec_run(path: str | Path, name: str | None = None) -> Run:
             score = float(fields[4])
         except ValueError:
             raise InputError(f"score {shown(fields[4])} is not a number", path, number) from None
-        if not np.isfinite(score):
+        if not math.isfinite(score):
             raise InputError(f"score {shown(fields[4])} is not finite", path, number)
         q.append(fields[0])
         d.append(fields[2])
         s.append(score)
         where.append(number)
         tag = fields[5]
-    frame = pd.DataFrame({"q": pd.array(q, dtype=object), "d": pd.array(d, dtype=object), "s": s, "line": where})
-    dup = frame.duplicated(["q", "d"], keep="first")
-    if dup.any():
-        row = frame[dup].iloc[0]
-        first = frame[(frame.q == row.q) & (frame.d == row.d)].line.iloc[0]
-        raise InputError(f"document {row.d} is listed twice for question {row.q} (first on line {first})",
-                         path, int(row.line))
-    return run_from_frame(frame, name or tag or Path(path).stem)
+    qcodes, queries = sorted_codes(q)
+    dcodes, docs = sorted_codes(d)
+    repeat = first_repeat(qcodes * len(docs) + dcodes)
+    if repeat is not None:
+        i, first = repeat
+        raise InputError(f"document {d[i]} is listed twice for question {q[i]} (first on line {where[first]})",
+                         path, where[i])
+    return _ordered_run(qcodes, queries, dcodes, docs, np.array(s, dtype=np.float64), name or tag or Path(path).stem)
 
 
-def run_from_frame(frame: pd.DataFrame, name: str) -> Run:
-    """Columns ``q``, ``d``, ``s`` in any order -> a Run ordered score desc, docno desc (trec_eval's order).
+def run_from_columns(query_ids: Sequence[str], doc_ids: Sequence[str], scores: Sequence[float], name: str) -> Run:
+    """One (question, document, score) per row, in any order -> a Run ordered score desc, docno desc (trec_eval's
+    order).
 
     Scores are compared as trec_eval keeps them, as 32-bit floats: two scores it cannot tell apart are tied, and
     ordered by docno descending; each keeps its 64-bit value.
     """
-    if frame.empty:
+    qcodes, queries = sorted_codes(np.asarray(query_ids, dtype=object))
+    dcodes, docs = sorted_codes(np.asarray(doc_ids, dtype=object))
+    return _ordered_run(qcodes, queries, dcodes, docs, np.asarray(scores, dtype=np.float64), name)
+
+
+def run_from_frame(frame: pd.DataFrame, name: str) -> Run:
+    """:func:`run_from_columns` over a DataFrame's columns ``q``, ``d``, ``s``."""
+    return run_from_columns(frame["q"].to_numpy(dtype=object), frame["d"].to_numpy(dtype=object),
+                            frame["s"].to_numpy(dtype=np.float64), name)
+
+
+def _ordered_run(qcodes: np.ndarray, queries: np.ndarray, dcodes: np.ndarray, docs: np.ndarray, scores: np.ndarray,
+                 name: str) -> Run:
+    """The Run of rows given as codes into sorted ``queries`` and ``docs``, in trec_eval's order."""
+    if len(qcodes) == 0:
         return Run(np.array([], dtype=object), np.array([], dtype=object), np.zeros((0, 0)), np.zeros((0, 0)), name)
-    qcodes, queries = pd.factorize(frame["q"], sort=True)
-    dcodes, docs = pd.factorize(frame["d"], sort=True)
     # dcodes follow sorted docno, so "docno descending" is "code descending"
     with np.errstate(over="ignore"):  # beyond float32's range trec_eval reads an infinity too
-        kept = frame["s"].to_numpy().astype(np.float32)
+        kept = scores.astype(np.float32)
     order = np.lexsort((-dcodes, -kept, qcodes))
-    qcodes, dcodes, scores = qcodes[order], dcodes[order], frame["s"].to_numpy()[order]
+    qcodes, dcodes, scores = qcodes[order], dcodes[order], scores[order]
     counts = np.bincount(qcodes, minlength=len(queries))
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     pos = np.arange(len(qcodes)) - starts[qcodes]
@@ -154,7 +172,7 @@ def run_from_frame(frame: pd.DataFrame, name: str) -> Run:
     values = np.full(matrix.shape, np.nan)
     matrix[qcodes, pos] = dcodes
     values[qcodes, pos] = scores
-    return Run(np.asarray(queries, dtype=object), np.asarray(docs, dtype=object), matrix, values, name)
+    return Run(queries, docs, matrix, values, name)
 
 
 def written_scores(scores: np.ndarray) -> np.ndarray:
