@@ -55,18 +55,64 @@ def compare(
     A metric is ``better``/``worse`` only when its interval excludes zero *and* its Holm-adjusted p-value is
     below ``1 - confidence``; otherwise the two systems cannot be told apart on it.
     """
-    metrics = list(metrics) if metrics is not None else [c for c in baseline.columns if c in candidate.columns]
-    missing = [m for m in metrics if m not in baseline.columns or m not in candidate.columns]
-    if missing:
-        raise ValueError(f"metric(s) not in both tables: {', '.join(missing)}")
-    shared = baseline.index.intersection(candidate.index, sort=False)
-    if len(shared) == 0:
-        raise ValueError("the two runs have no question in common")
-    a = baseline.loc[shared, metrics].to_numpy(dtype=np.float64)
-    b = candidate.loc[shared, metrics].to_numpy(dtype=np.float64)
-    diff = b - a
-    low, high = percentile_bounds(resample_means(diff, resamples, seed), confidence)
-    p = randomisation_p_values(diff, permutations, seed)  # one randomisation_test per metric, the flips shared
+    return compare_many(baseline, {"candidate": candidate}, metrics, confidence, resamples, permutations,
+                        seed)["candidate"]
+
+
+def compare_many(
+    baseline: pd.DataFrame,
+    candidates: Mapping[str, pd.DataFrame],
+    metrics: Sequence[str] | None = None,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    permutations: int = 10000,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, Comparison]:
+    """:func:`compare` of one baseline with each candidate, keyed like ``candidates``.
+
+    Candidates aligned alike (the same shared questions and metrics: a sweep's systems) are resampled together: the
+    random draws are made once for all of them instead of once per candidate. Each one's interval is the one
+    :func:`compare` gives it alone (the same resamples, every column resampled on its own) and so is its p-value (the
+    same sign flips; one matrix product serves every column, as in :func:`all_pairs`).
+    """
+    prepared = []  # (name, metrics, shared questions, baseline values, candidate values)
+    for name, candidate in candidates.items():
+        names = list(metrics) if metrics is not None else [c for c in baseline.columns if c in candidate.columns]
+        missing = [m for m in names if m not in baseline.columns or m not in candidate.columns]
+        if missing:
+            raise ValueError(f"metric(s) not in both tables: {', '.join(missing)}")
+        shared = baseline.index.intersection(candidate.index, sort=False)
+        if len(shared) == 0:
+            raise ValueError("the two runs have no question in common")
+        a = baseline.loc[shared, names].to_numpy(dtype=np.float64)
+        b = candidate.loc[shared, names].to_numpy(dtype=np.float64)
+        prepared.append((name, names, shared, a, b))
+    batches: list[list[int]] = []  # candidates that share their questions and metrics
+    for i, (_, names, shared, _, _) in enumerate(prepared):
+        batch = next((g for g in batches if prepared[g[0]][1] == names and prepared[g[0]][2].equals(shared)), None)
+        if batch is None:
+            batches.append([i])
+        else:
+            batch.append(i)
+    out = {}
+    for batch in batches:
+        diffs = [prepared[i][4] - prepared[i][3] for i in batch]
+        together = np.concatenate(diffs, axis=1)
+        low, high = percentile_bounds(resample_means(together, resamples, seed), confidence)
+        p = randomisation_p_values(together, permutations, seed)  # one randomisation_test per column, flips shared
+        width = diffs[0].shape[1]
+        for k, i in enumerate(batch):
+            name, names, shared, a, b = prepared[i]
+            part = slice(k * width, (k + 1) * width)
+            out[name] = _comparison(baseline, candidates[name], names, shared, a, b, diffs[k], low[part],
+                                    high[part], p[part], confidence)
+    return {name: out[name] for name in candidates}
+
+
+def _comparison(baseline: pd.DataFrame, candidate: pd.DataFrame, metrics: list[str], shared: pd.Index,
+                a: np.ndarray, b: np.ndarray, diff: np.ndarray, low: np.ndarray, high: np.ndarray, p: np.ndarray,
+                confidence: float) -> Comparison:
+    """One candidate's table and verdicts from its resampled bounds and p-values."""
     p_holm = holm(p)
     alpha = 1.0 - confidence
     verdicts = np.where((low > 0) & (p_holm < alpha), BETTER, np.where((high < 0) & (p_holm < alpha), WORSE, SAME))

@@ -151,13 +151,9 @@ def diagnose(
     groups = _duplicate_groups(run, rows, doc_text, tokenizer, settings)
     corpus = _Corpus(counts if counts is not None else term_counts(collection.doc_ids, collection.doc_texts,
                                                                     tokenizer), settings)
-
-    rankings = [_ranking(run, row) for row in rows]
     terms = [list(dict.fromkeys(tokenizer(query_text.get(qid, "")))) for qid in query_ids]
-    corpus.look_up([t for ts in terms for t in ts],
-                   [d for qid, ranking in zip(query_ids, rankings) for d in [*ranking[:1], *relevant.get(qid, [])]])
-    found = [_evidence(corpus, qid, query_text.get(qid, ""), terms[i], rankings[i], int(first_rank[qid]),
-                       relevant.get(qid, []), settings) for i, qid in enumerate(query_ids)]
+    found = _evidence(corpus, run, rows, query_ids, [query_text.get(qid, "") for qid in query_ids], terms,
+                      first_rank.to_numpy(), [relevant.get(qid, []) for qid in query_ids], settings)
     closer = corpus.closer_shares([(e.first, e.relevant) for e in found if e.needs_context])
     for e, share in zip([e for e in found if e.needs_context], closer):
         e.closer_share = share
@@ -250,32 +246,76 @@ def _text(value: Any) -> str:
 # ---------------------------------------------------------------------------------------------- internals
 
 
+class _CorpusStats:
+    """What the rules read from a corpus whatever the run: its sorted count matrix, document frequencies, the row of
+    each document id, the smoothed idf and the tf-idf vectors of the context test's reference documents.
+
+    Kept in the term counts' ``derived`` (:func:`_stats_of`): a sweep's jobs share the cached counts of their corpus
+    and tokenizer, so these are built once per process instead of once per job."""
+
+    def __init__(self, counts: TermCounts) -> None:
+        self.matrix = counts.counts.tocsr()
+        if not self.matrix.has_sorted_indices:
+            self.matrix = self.matrix.sorted_indices()
+        self.n_docs, self.n_terms = self.matrix.shape
+        self.df = np.bincount(self.matrix.indices[self.matrix.data > 0], minlength=self.n_terms)
+        self.doc_index = pd.Index(np.asarray(counts.doc_ids, dtype=object).astype(str))
+
+    @functools.cached_property
+    def idf(self) -> np.ndarray:
+        return np.log((self.n_docs + 1) / (self.df + 1)) + 1.0
+
+    def tfidf(self, rows: np.ndarray) -> sp.csr_matrix:
+        """L2-normalised tf-idf rows (sublinear tf, smoothed idf) of the given documents."""
+        m = self.matrix[rows].astype(np.float64)
+        m.data = (1.0 + np.log(np.maximum(m.data, 1.0))) * self.idf[m.indices]
+        norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
+        return sp.diags(np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)) @ m
+
+    @functools.cached_property
+    def reference(self) -> np.ndarray:
+        """The documents the context test compares with: all of a small corpus, else evenly spaced."""
+        return np.unique(np.linspace(0, self.n_docs - 1, min(self.n_docs, CONTEXT_SAMPLE)).astype(np.int64))
+
+    @functools.cached_property
+    def reference_vectors(self) -> sp.csr_matrix:
+        """The reference documents' tf-idf vectors as columns, in the row-major form a product takes (given a
+        column-major one, every product would convert it again)."""
+        return self.tfidf(self.reference).T.tocsr()
+
+
+def _stats_of(counts: TermCounts) -> _CorpusStats:
+    """The corpus statistics of ``counts``, built on first use and kept as long as the counts are."""
+    stats = counts.derived.get("diagnosis")
+    if not isinstance(stats, _CorpusStats):
+        stats = counts.derived["diagnosis"] = _CorpusStats(counts)
+    return stats
+
+
 class _Corpus:
     """What the rules read from the corpus: each document's terms, document frequencies, term weights, and
     (only when asked) tf-idf vectors for the context test. Built from one term-count matrix, vectorised."""
 
     def __init__(self, counts: TermCounts, settings: DiagnosisSettings) -> None:
-        self.counts, self.matrix = counts, counts.counts.tocsr()
-        if not self.matrix.has_sorted_indices:
-            self.matrix = self.matrix.sorted_indices()
-        self.n_docs = self.matrix.shape[0]
-        self.df = np.bincount(self.matrix.indices[self.matrix.data > 0], minlength=self.matrix.shape[1])
+        self.counts, self.stats = counts, _stats_of(counts)
+        self.matrix, self.n_docs, self.df = self.stats.matrix, self.stats.n_docs, self.stats.df
         self.rare_limit = max(1.0, settings.rare_share * self.n_docs)
-        self._columns: dict[str, int] = {}
         self._rows: dict[str, int] = {}
 
-    def look_up(self, terms: Sequence[str], doc_ids: Sequence[str]) -> None:
-        """Find the columns of ``terms`` and the rows of ``doc_ids`` in one vectorised call each (the evidence of
-        every question needs only these)."""
-        terms = list(dict.fromkeys(terms))
-        self._columns = dict(zip(terms, self.counts.term_index.get_indexer(terms).tolist())) if terms else {}
-        docs = list(dict.fromkeys(doc_ids))
-        index = pd.Index(np.asarray(self.counts.doc_ids, dtype=object).astype(str))
-        self._rows = dict(zip(docs, index.get_indexer(docs).tolist())) if docs else {}
+    def term_ids(self, terms: Sequence[str]) -> np.ndarray:
+        """Column of each term (-1: no document contains it), in one vectorised look-up."""
+        if not len(terms):
+            return np.zeros(0, dtype=np.int64)
+        unique = list(dict.fromkeys(terms))
+        columns = self.counts.term_index.get_indexer(unique).astype(np.int64)
+        return columns[pd.Index(unique, dtype=object).get_indexer(terms)]
 
-    def term_ids(self, terms: list[str]) -> np.ndarray:
-        """Column of each term (-1: no document contains it)."""
-        return np.array([self._columns.get(t, -1) for t in terms], dtype=np.int64)
+    def look_up(self, doc_ids: Sequence[str]) -> np.ndarray:
+        """The rows of ``doc_ids`` (-1: not in the corpus), remembered for :meth:`row`."""
+        docs = list(dict.fromkeys(doc_ids))
+        found = self.stats.doc_index.get_indexer(docs).tolist() if docs else []
+        self._rows.update(zip(docs, found))
+        return np.array([self._rows[d] for d in doc_ids], dtype=np.int64)
 
     def weights(self, ids: np.ndarray) -> np.ndarray:
         """BM25 idf of each term; a term no document contains gets the largest weight."""
@@ -289,28 +329,19 @@ class _Corpus:
     def row(self, doc_id: str) -> int:
         return self._rows.get(doc_id, -1)
 
-    def contains(self, ids: np.ndarray, doc_id: str) -> np.ndarray:
-        """Which of the question's term columns the document contains."""
-        r = self.row(doc_id)
-        if r < 0 or len(ids) == 0:
-            return np.zeros(len(ids), dtype=bool)
-        m = self.matrix
-        row = m.indices[m.indptr[r]:m.indptr[r + 1]]  # sorted: the counts are built with sorted indices
-        if len(row) == 0:
-            return np.zeros(len(ids), dtype=bool)
-        at = np.minimum(np.searchsorted(row, ids), len(row) - 1)
-        return (row[at] == ids) & (ids >= 0)
-
-    @functools.cached_property
-    def _idf(self) -> np.ndarray:
-        return np.log((self.n_docs + 1) / (self.df + 1)) + 1.0
-
-    def _tfidf(self, rows: np.ndarray) -> sp.csr_matrix:
-        """L2-normalised tf-idf rows (sublinear tf, smoothed idf) of the given documents."""
-        m = self.matrix[rows].astype(np.float64)
-        m.data = (1.0 + np.log(np.maximum(m.data, 1.0))) * self._idf[m.indices]
-        norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
-        return sp.diags(np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)) @ m
+    def contains(self, rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Whether document ``rows[i]`` contains term ``ids[i]``, for every i at once (-1 in either: False)."""
+        keep = (rows >= 0) & (ids >= 0)
+        out = np.zeros(len(rows), dtype=bool)
+        if not keep.any():
+            return out
+        used, local = np.unique(rows[keep], return_inverse=True)
+        sub = self.matrix[used]  # only the documents asked about: sorted indices, rows in `used` order
+        keys = np.repeat(np.arange(len(used), dtype=np.int64), np.diff(sub.indptr)) * self.stats.n_terms + sub.indices
+        wanted = local.astype(np.int64) * self.stats.n_terms + ids[keep]
+        at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+        out[keep] = (keys[at] == wanted) if len(keys) else False
+        return out
 
     def closer_shares(self, pairs: list[tuple[str, list[str]]], chunk: int = 256) -> list[float]:
         """For each (first result, relevant documents): the share of the corpus (or of :data:`CONTEXT_SAMPLE`
@@ -318,15 +349,14 @@ class _Corpus:
         relevant document; 1.0 when no relevant document shares a word with it."""
         if not pairs:
             return []
-        reference = np.unique(np.linspace(0, self.n_docs - 1, min(self.n_docs, CONTEXT_SAMPLE)).astype(np.int64))
-        ref = self._tfidf(reference).T.tocsc()
+        reference, ref = self.stats.reference, self.stats.reference_vectors
         first = np.array([self.row(f) for f, _ in pairs])
         owner = np.repeat(np.arange(len(pairs)), [len(r) for _, r in pairs])
         rel = np.array([self.row(d) for _, r in pairs for d in r], dtype=np.int64)
         keep = (rel >= 0) & (first[owner] >= 0)
         owner, rel = owner[keep], rel[keep]
-        firsts = self._tfidf(np.maximum(first, 0))
-        pair_sim = np.asarray(firsts[owner].multiply(self._tfidf(rel)).sum(axis=1)).ravel()
+        firsts = self.stats.tfidf(np.maximum(first, 0))
+        pair_sim = np.asarray(firsts[owner].multiply(self.stats.tfidf(rel)).sum(axis=1)).ravel()
         nearest = np.zeros(len(pairs))
         np.maximum.at(nearest, owner, pair_sim)
         shares = np.ones(len(pairs))
@@ -347,7 +377,7 @@ class _Evidence:
 
     qid: str
     question: str
-    ranking: list[str]
+    retrieved: int  # the ranking's length
     first_rank: int
     first: str
     first_shared: list[str]
@@ -374,32 +404,96 @@ class _Evidence:
         return [t for t in self.distinguishing if t in self.rare_terms]
 
 
-def _evidence(corpus: _Corpus, qid: str, question: str, terms: list[str], ranking: list[str], first_rank: int,
-              relevant: list[str], settings: DiagnosisSettings) -> _Evidence:
-    """The shared terms, their weights and rarity for one question; whether the context test is needed."""
-    ids = corpus.term_ids(terms)
-    weights = corpus.weights(ids)
-    total = float(weights.sum())
-    rare = corpus.rare(ids)
-    first = ranking[0] if ranking else ""
+def _evidence(corpus: _Corpus, run: Run, rows: np.ndarray, query_ids: list[str], questions: list[str],
+              terms: list[list[str]], first_ranks: np.ndarray, relevant: list[list[str]],
+              settings: DiagnosisSettings) -> list[_Evidence]:
+    """Every question's shared terms, their weights and rarity, and whether the context test is needed.
 
-    def share(mask: np.ndarray) -> float:
-        return float(weights[mask].sum() / total) if total > 0 else 0.0
+    The look-ups (term columns, which document holds which question term, where each relevant document ranks) are
+    made for all the questions at once; only the per-question lists are put together in Python."""
+    n_terms = np.array([len(t) for t in terms], dtype=np.int64)
+    term_start = np.concatenate([[0], np.cumsum(n_terms)])
+    ids = corpus.term_ids([t for ts in terms for t in ts])
+    weights, rare = corpus.weights(ids), corpus.rare(ids)
+    retrieved = np.where(rows >= 0, run.lengths[np.maximum(rows, 0)], 0) if len(run.query_ids) else np.zeros(
+        len(rows), dtype=np.int64)
+    first_docs = [str(run.doc_ids[run.docs[r, 0]]) if n > 0 else "" for r, n in zip(rows.tolist(), retrieved.tolist())]
+    # (question, document) pairs to look in: each question's first result, then its relevant documents
+    pair_q = [i for i, r in enumerate(relevant) for _ in range(1 + len(r))]
+    pair_doc = [d for first, r in zip(first_docs, relevant) for d in (first, *r)]
+    pair_q_arr = np.array(pair_q, dtype=np.int64)
+    lengths = n_terms[pair_q_arr] if len(pair_q) else np.zeros(0, dtype=np.int64)
+    flat = (np.repeat(term_start[pair_q_arr] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+            + np.arange(int(lengths.sum()))) if len(pair_q) else np.zeros(0, dtype=np.int64)
+    doc_rows = corpus.look_up(pair_doc)
+    present = corpus.contains(np.repeat(doc_rows, lengths), ids[flat]) if len(flat) else np.zeros(0, dtype=bool)
+    no_first = [j == 0 and d == "" for i, r in enumerate(relevant) for j, d in enumerate((first_docs[i], *r))]
+    present[np.repeat(np.array(no_first, dtype=bool), lengths)] = False  # an empty ranking has no first result
+    ranks = _relevant_ranks(run, rows, retrieved, relevant)
+    pair_start = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+    present_list, rare_list = present.tolist(), rare.tolist()
+    out, p = [], 0
+    for i, qid in enumerate(query_ids):
+        ts, a, b = terms[i], int(term_start[i]), int(term_start[i + 1])
+        w = weights[a:b]
+        total = float(w.sum())
 
-    masks = {d: corpus.contains(ids, d) for d in relevant}
-    first_mask = corpus.contains(ids, first) if first else np.zeros(len(terms), dtype=bool)
-    anywhere = np.logical_or.reduce(list(masks.values())) if masks else np.zeros(len(terms), dtype=bool)
-    position = {d: j + 1 for j, d in enumerate(ranking)}
-    missed = first_rank == 0 or first_rank > settings.cutoff
-    e = _Evidence(
-        qid=qid, question=question, ranking=ranking, first_rank=first_rank, first=first,
-        first_shared=_pick(terms, first_mask), shared={d: _pick(terms, m) for d, m in masks.items()},
-        relevant_ranks={d: position.get(d, 0) for d in relevant}, rare_terms=_pick(terms, rare),
-        distinguishing=_pick(terms, first_mask & ~anywhere), first_match=share(first_mask),
-        relevant_matches={d: share(m) for d, m in masks.items()}, missed=missed,
-    )
-    e.needs_context = bool(missed and first and e.rare_distinguishing and e.first_match < settings.topic_share)
-    return e
+        def share(mask: list[bool], w: np.ndarray = w, total: float = total) -> float:
+            return float(w[np.array(mask, dtype=bool)].sum() / total) if total > 0 else 0.0
+
+        first_mask = present_list[pair_start[p]:pair_start[p + 1]]
+        masks = {}
+        for j, d in enumerate(relevant[i]):
+            masks[d] = present_list[pair_start[p + 1 + j]:pair_start[p + 2 + j]]
+        p += 1 + len(relevant[i])
+        anywhere = [any(column) for column in zip(*masks.values())] if masks else [False] * len(ts)
+        first_rank = int(first_ranks[i])
+        missed = first_rank == 0 or first_rank > settings.cutoff
+        e = _Evidence(
+            qid=qid, question=questions[i], retrieved=int(retrieved[i]), first_rank=first_rank, first=first_docs[i],
+            first_shared=_pick(ts, first_mask), shared={d: _pick(ts, m) for d, m in masks.items()},
+            relevant_ranks=ranks[i], rare_terms=_pick(ts, rare_list[a:b]),
+            distinguishing=_pick(ts, [f and not x for f, x in zip(first_mask, anywhere)]),
+            first_match=share(first_mask), relevant_matches={d: share(m) for d, m in masks.items()}, missed=missed,
+        )
+        e.needs_context = bool(missed and e.first and e.rare_distinguishing and e.first_match < settings.topic_share)
+        out.append(e)
+    return out
+
+
+def _relevant_ranks(run: Run, rows: np.ndarray, retrieved: np.ndarray,
+                    relevant: list[list[str]]) -> list[dict[str, int]]:
+    """Each question's {relevant document: its rank in the ranking, 0 = not in it}, for every question at once."""
+    out: list[dict[str, int]] = [{} for _ in relevant]
+    pair_q = np.array([i for i, r in enumerate(relevant) for _ in r], dtype=np.int64)
+    names = [d for r in relevant for d in r]
+    if not len(pair_q):
+        return out
+    index = pd.Index([str(d) for d in run.doc_ids], dtype=object)
+    if not index.is_unique:  # two run entries under one name: the ranking, read as names, decides
+        for i, r in enumerate(relevant):
+            row = int(rows[i])
+            ranking = [str(d) for d in run.doc_ids[run.docs[row, :int(retrieved[i])]]] if row >= 0 else []
+            position = {d: j + 1 for j, d in enumerate(ranking)}
+            out[i] = {d: position.get(d, 0) for d in r}
+        return out
+    codes = index.get_indexer(names).astype(np.int64) if len(index) else np.full(len(names), -1, dtype=np.int64)
+    found = np.zeros(len(names), dtype=np.int64)
+    depth = run.depth
+    for start in range(0, len(names), 4096):  # a block of pairs at a time: memory stays flat with deep rankings
+        part = slice(start, start + 4096)
+        q, code = pair_q[part], codes[part]
+        row = rows[q]
+        docs = run.docs[np.maximum(row, 0)]
+        hit = (docs == code[:, None]) & (code[:, None] >= 0) & (row[:, None] >= 0)
+        hit &= np.arange(depth)[None, :] < retrieved[q][:, None]
+        last = depth - np.argmax(hit[:, ::-1], axis=1)  # a document listed twice: its last place, as before
+        found[part] = np.where(hit.any(axis=1), last, 0)
+    k = 0
+    for i, r in enumerate(relevant):
+        out[i] = dict(zip(r, found[k:k + len(r)].tolist()))
+        k += len(r)
+    return out
 
 
 def _pick(terms: list[str], mask: np.ndarray) -> list[str]:
@@ -409,17 +503,12 @@ def _pick(terms: list[str], mask: np.ndarray) -> list[str]:
 def _relevant_docs(collection: Collection, level: int) -> dict[str, list[str]]:
     """Relevant documents per question, best grade first, then in judgment order."""
     qrels = collection.qrels
-    keep = qrels.grades >= level
-    frame = pd.DataFrame({"q": qrels.query_ids[keep], "d": qrels.doc_ids[keep], "g": qrels.grades[keep]})
-    frame = frame.sort_values("g", ascending=False, kind="stable")
-    return {str(q): [str(d) for d in docs] for q, docs in frame.groupby("q", sort=False)["d"]}
-
-
-def _ranking(run: Run, row: int) -> list[str]:
-    if row < 0:
-        return []
-    n = int(run.lengths[row])
-    return [str(d) for d in run.doc_ids[run.docs[row, :n]]]
+    keep = np.flatnonzero(qrels.grades >= level)
+    order = keep[np.argsort(-qrels.grades[keep], kind="stable")]  # best grade first, ties in judgment order
+    out: dict[str, list[str]] = {}
+    for q, d in zip(qrels.query_ids[order].tolist(), qrels.doc_ids[order].tolist()):
+        out.setdefault(str(q), []).append(str(d))
+    return out
 
 
 def _rank_text(first: int, retrieved: int, depth: int) -> str:
@@ -439,7 +528,7 @@ def _cause(e: _Evidence, settings: DiagnosisSettings) -> tuple[str, str]:
     if e.relevant_match == 0:
         if lone:
             return "homonymy", why
-        if not e.ranking:
+        if not e.retrieved:
             return "vocabulary_gap", "no candidate at all"
         return "vocabulary_gap", f"no relevant document contains a question term; {first} matches {pct}"
     best = max(e.relevant_matches, key=e.relevant_matches.__getitem__)
@@ -463,7 +552,7 @@ def _cause(e: _Evidence, settings: DiagnosisSettings) -> tuple[str, str]:
 def _classify(e: _Evidence, groups: list[list[str]], depth: int, settings: DiagnosisSettings) -> dict:
     """Apply the module's rules to one question and write its evidence line."""
     cause, why = _cause(e, settings) if e.missed and e.relevant else ("", "")
-    rank = _rank_text(e.first_rank, len(e.ranking), depth)
+    rank = _rank_text(e.first_rank, e.retrieved, depth)
     late_kind = ""
     if e.missed and e.first_rank > settings.late_limit:
         late_kind = f"beyond rank {settings.late_limit}"
@@ -492,7 +581,7 @@ def _classify(e: _Evidence, groups: list[list[str]], depth: int, settings: Diagn
         reasons.append("unclassified")
     found = f"first relevant at rank {rank}" if e.first_rank else f"first relevant {rank}"
     return {
-        "query_id": e.qid, "question": e.question, "retrieved": len(e.ranking), "first_relevant_rank": e.first_rank,
+        "query_id": e.qid, "question": e.question, "retrieved": e.retrieved, "first_relevant_rank": e.first_rank,
         "rank": rank, "first_result": e.first, "first_result_shared": e.first_shared, "shared_terms": e.shared,
         "relevant_ranks": e.relevant_ranks, "rare_terms": e.rare_terms, "distinguishing_terms": e.distinguishing,
         "first_result_match": round(e.first_match, 4) if e.missed else float("nan"),
@@ -526,7 +615,7 @@ def shingles(tokens: Sequence[str], size: int) -> set[str]:
         return set()
     if len(tokens) <= size:
         return {"\x1f".join(tokens)}
-    return {"\x1f".join(tokens[i : i + size]) for i in range(len(tokens) - size + 1)}
+    return set(map("\x1f".join, zip(*(tokens[i:] for i in range(size)))))
 
 
 def _shingle_columns(tokenizer: Callable[[str], Sequence[str]], text: str, size: int) -> np.ndarray:
@@ -549,9 +638,12 @@ def _remembered_columns(tokenizer: Callable[[str], Sequence[str]], text: str, si
 
 
 def _columns(found: set[str], vocabulary: dict[str, int]) -> np.ndarray:
-    """Each shingle's number in ``vocabulary`` (new shingles are added), in a read-only array."""
-    columns = np.fromiter((vocabulary.setdefault(s, len(vocabulary)) for s in found), dtype=np.int64,
-                          count=len(found))
+    """Each shingle's number in ``vocabulary`` (new shingles are added), in a read-only array. Set operations and
+    ``map`` keep the per-shingle work in C: a first job numbers the shingles of thousands of documents."""
+    new = found.difference(vocabulary)
+    if new:
+        vocabulary.update(zip(new, range(len(vocabulary), len(vocabulary) + len(new))))
+    columns = np.fromiter(map(vocabulary.__getitem__, found), dtype=np.int64, count=len(found))
     columns.flags.writeable = False
     return columns
 
@@ -586,9 +678,18 @@ def _duplicate_groups(
     valid = (a != PAD) & (b != PAD)
     q_of, pair = np.nonzero(valid)
     ca, cb = codes[a[q_of, pair]], codes[b[q_of, pair]]
-    inter = np.asarray(incidence[ca].multiply(incidence[cb]).sum(axis=1)).ravel()
-    union = size[ca] + size[cb] - inter
-    jaccard = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+    # Jaccard <= smaller size / larger size: a pair whose sizes differ more than that cannot reach the threshold.
+    # Each possible pair of documents is then measured once, however many questions' top k hold it.
+    small, large = np.minimum(size[ca], size[cb]), np.maximum(size[ca], size[cb])
+    ratio = np.divide(small, large, out=np.zeros_like(small), where=large > 0)
+    possible = np.flatnonzero(ratio >= settings.duplicate_threshold)
+    lo, hi = np.minimum(ca[possible], cb[possible]), np.maximum(ca[possible], cb[possible])
+    measured, back = np.unique(lo * len(used) + hi, return_inverse=True)
+    mlo, mhi = measured // len(used), measured % len(used)
+    inter = np.asarray(incidence[mlo].multiply(incidence[mhi]).sum(axis=1)).ravel()
+    union = size[mlo] + size[mhi] - inter
+    jaccard = np.zeros(len(ca))
+    jaccard[possible] = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)[back.ravel()]
     hit = np.flatnonzero(jaccard >= settings.duplicate_threshold)
     for q in np.unique(q_of[hit]):
         pairs = [(int(i[pair[h]]), int(j[pair[h]])) for h in hit[q_of[hit] == q]]

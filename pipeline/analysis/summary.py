@@ -19,7 +19,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from metrics.comparison import all_pairs, compare
+from metrics.comparison import all_pairs, compare_many
 from metrics.power import DEFAULT_POWER, Sensitivity, minimum_detectable_effect
 from metrics.spec import MetricSpec
 from pipeline.common.names import LOWER, NOT_RELEVANT_METRIC, UPPER
@@ -187,12 +187,14 @@ def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpe
     top = by_name[summary.group_of(best.name)[0]]
     summary.best = top.name
     frames = []
+    others = [by_name[group[0]] for group in summary.groups if group[0] != top.name] if names else []
+    against_top = compare_many(top.per_question[names], {s.name: s.per_question[names] for s in others}, names,
+                               confidence, resamples, permutations, seed)  # resampled once for all the systems
     for group in summary.groups:
         if group[0] == top.name or not names:
             continue
         system = by_name[group[0]]
-        table = compare(top.per_question[names], system.per_question[names], names, confidence, resamples,
-                        permutations, seed).table
+        table = against_top[system.name].table
         frames.append(table.assign(system=system.name, same_as="; ".join(group[1:]))
                       .reset_index().set_index(["system", "metric"]))
     if frames:
@@ -272,8 +274,9 @@ def pair_sensitivity(scores: dict[str, pd.Series], alpha: float, power: float) -
     shared = None
     for series in scores.values():
         shared = series.index if shared is None else shared.intersection(series.index, sort=False)
+    values = {name: series.loc[shared].to_numpy(dtype=np.float64) for name, series in scores.items()}  # once each
     for a, b in combinations(scores, 2):
-        d = (scores[a].loc[shared] - scores[b].loc[shared]).to_numpy(dtype=np.float64)
+        d = values[a] - values[b]
         sd = float(d.std(ddof=1)) if len(d) > 1 else 0.0
         mde = minimum_detectable_effect(sd, len(d), alpha, power) if len(d) > 1 else math.nan
         rows.append({"a": a, "b": b, "n": len(d), "difference": float(d.mean()), "sd": sd, "mde": mde})

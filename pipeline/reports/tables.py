@@ -66,10 +66,11 @@ def _better_than(summary: SweepSummary, metric: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {rep: [] for rep in summary.representatives}
     if summary.pairs.empty:
         return out
-    for (a, b, m), row in summary.pairs.iterrows():
-        if m != metric or not row.significant:
-            continue
-        winner, loser = (a, b) if row.difference > 0 else (b, a)
+    pairs = summary.pairs
+    on_metric = (pairs.index.get_level_values("metric") == metric) & pairs["significant"].astype(bool).to_numpy()
+    chosen = pairs[on_metric]  # column by column: iterrows built a Series per pair, for every metric
+    for (a, b, _), difference in zip(chosen.index, chosen["difference"].tolist()):
+        winner, loser = (a, b) if difference > 0 else (b, a)
         out[winner].append(loser)
     return out
 
@@ -106,6 +107,10 @@ def pairs_table(summary: SweepSummary) -> Table | None:
     reps = summary.representatives
     tags = letters(summary)
     table = summary.pairs.xs(metric, level="metric")
+    # each pair's row and detectable difference by key, read once: a label look-up per cell was most of the table
+    found = {key: row for key, row in zip(table.index, table[["difference", "ci_low", "ci_high", "p_holm",
+                                                                "significant"]].itertuples(index=False))}
+    mdes = summary.sensitivity["mde"].to_dict() if not summary.sensitivity.empty else {}
     rows = []
     for a in reps:
         cells = [Cell(tags[a]), Cell(summary.label(a))]
@@ -113,10 +118,10 @@ def pairs_table(summary: SweepSummary) -> Table | None:
             if a == b:
                 cells.append(Cell(""))
                 continue
-            key, sign = ((a, b), 1.0) if (a, b) in table.index else ((b, a), -1.0)
-            row = table.loc[key]
+            key, sign = ((a, b), 1.0) if (a, b) in found else ((b, a), -1.0)
+            row = found[key]
             low, high = sorted((sign * row.ci_low, sign * row.ci_high))
-            mde = summary.sensitivity["mde"].get(key) if not summary.sensitivity.empty else None
+            mde = mdes.get(key)
             tip = (f"{summary.label(a)} minus {summary.label(b)}: {sign * row.difference:+.4f} "
                    f"[{low:+.4f}, {high:+.4f}], p (Holm) {row.p_holm:.4f}"
                    + (f", detectable {mde:.3f}" if mde is not None and mde == mde else ""))

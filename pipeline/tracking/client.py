@@ -12,6 +12,7 @@ os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # it pr
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # store creation and migrations are chatty at INFO
 
 from mlflow import MlflowClient
+from mlflow.artifacts import download_artifacts
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, Run, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.utils.mlflow_tags import (
@@ -24,4 +25,5 @@ from mlflow.utils.mlflow_tags import (
 __all__ = [
     "MLFLOW_LOGGED_ARTIFACTS", "MLFLOW_PARENT_RUN_ID", "MLFLOW_SOURCE_NAME", "MLFLOW_SOURCE_TYPE", "Dataset",
     "DatasetInput", "InputTag", "Metric", "MlflowClient", "MlflowException", "Param", "Run", "RunStatus", "RunTag",
+    "download_artifacts",
 ]
