@@ -36,29 +36,11 @@ from pipeline.common.names import (
 from pipeline.common.redact import redact_text
 from pipeline.config.build import MetricPlan
 from pipeline.config.plan import diagnosis_settings
-from pipeline.reports.html import DPI, save_figures, write_report
+from pipeline.reports.html import save_figures, write_report
 from pipeline.reports.plots import Figure, first_relevant_heatmap, means_bars, paired_bootstrap, response_plot
 from pipeline.reports.sweep_page import DIAGNOSIS_COLUMNS, PageFiles, failing, sweep_page
 from pipeline.reports.tables import grid_axes, grid_frame, summary_tables, to_latex, to_markdown
 from pipeline.tracking.runs import Tracker
-
-
-class Rendered:
-    """A figure already saved as PNG: the report embeds those bytes instead of drawing the figure again (drawing the
-    sweep's figures a second time was a fifth of a sweep's end), so the page shows exactly the saved files. Any
-    other output than a PNG at :data:`~pipeline.reports.html.DPI` is drawn from the figure itself."""
-
-    def __init__(self, figure: Figure, png: bytes) -> None:
-        self.figure, self.png = figure, png
-
-    def savefig(self, target: Any, *args: Any, **kwargs: Any) -> None:
-        if not args and kwargs == {"format": "png", "dpi": DPI} and hasattr(target, "write"):
-            target.write(self.png)
-        else:
-            self.figure.savefig(target, *args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:  # axes (the caption), anything else a page reads
-        return getattr(self.figure, name)
 
 
 @dataclass
@@ -67,7 +49,7 @@ class SweepFigure:
 
     stem: str
     heading: str
-    figure: Figure | Rendered
+    figure: Figure
 
 
 def long_means(summary: SweepSummary, collapse: bool = False) -> pd.DataFrame:
@@ -208,10 +190,8 @@ def plots_and_report(summary: SweepSummary, plan: MetricPlan, diagnosis: Mapping
     try:
         settings = diagnosis_settings(diagnosis)
         figures = sweep_figures(summary, plan, settings)
-        saved = save_figures({f.stem: f.figure for f in figures}, sweep_dir / PLOTS_DIR)
-        parent.log_files(saved, PLOTS_DIR)
-        figures = [SweepFigure(f.stem, f.heading, Rendered(f.figure, path.read_bytes()))
-                   for f, path in zip(figures, saved)]
+        # saved once: the page embeds the same PNGs (pipeline.reports.html draws each figure one time)
+        parent.log_files(save_figures({f.stem: f.figure for f in figures}, sweep_dir / PLOTS_DIR), PLOTS_DIR)
         diagnoses, jobs = diagnoses_of(summary)
         files, root, per_system = write_beside(summary, diagnoses, jobs, sweep_dir)
         if per_system:
