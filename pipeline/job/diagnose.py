@@ -9,6 +9,7 @@ job's folder (and logged as the run's ``plots/*.png``). The rules themselves liv
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -27,7 +28,7 @@ from pipeline.analysis.diagnosis import (
 from pipeline.common.names import DIAGNOSIS_FILE, PLOTS_DIR
 from pipeline.config.plan import JobPlan
 from pipeline.job.results import JobResult
-from pipeline.reports.html import save_figures
+from pipeline.reports.html import Drawing
 from pipeline.reports.plots import Figure, failure_bars, metric_histogram
 from retrievers.base import Documents, counts_of
 
@@ -62,10 +63,16 @@ class JobDiagnosis:
     def write(self, out_dir: Path) -> list[Path]:
         """``diagnosis.txt`` (the whole section) and the plots (``plots/*.png``), returned to be logged with the
         job's other files."""
+        return self.start_writing(out_dir)()
+
+    def start_writing(self, out_dir: Path) -> Callable[[], list[Path]]:
+        """Write ``diagnosis.txt`` and start drawing the plots on the other core; the returned function waits for
+        them and gives every file written."""
         out_dir.mkdir(parents=True, exist_ok=True)
         self.text_file = out_dir / DIAGNOSIS_FILE
         self.text_file.write_text(self.text + "\n", encoding="utf-8")
-        return [self.text_file, *save_figures(self.figures, out_dir / PLOTS_DIR)]
+        drawing = Drawing(self.figures, out_dir / PLOTS_DIR)
+        return lambda: [self.text_file, *drawing.finish()]
 
 
 def diagnose_job(result: JobResult, plan: JobPlan, documents: Documents | None = None) -> JobDiagnosis:

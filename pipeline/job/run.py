@@ -200,7 +200,8 @@ class Job:
         """The job's files and ``record.json`` (what its MLflow run will hold), before anything is logged; and the
         text it prints."""
         out, c = self.ctx.output_dir, result.collection
-        files = write_results(result, self.cfg, out) + diagnosis.write(out)
+        plots = diagnosis.start_writing(out)  # drawn on the other core while the other files are written
+        files = write_results(result, self.cfg, out)
         self.tags.update({TAG_CORPUS_DIGEST: c.digest, TAG_CORPUS: c.name,
                           TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}"})
         if notes := result.note_lines():
@@ -208,6 +209,7 @@ class Job:
         dtypes = self.destination.save_table(result.table, out / PER_QUESTION_TABLE)
         dataset = self.destination.dataset(c.doc_ids, c.doc_texts, f"{c.name}/{c.split}", c.digest, c.source or c.name)
         name = run_name(self.system, corpus_label(c.name, c.split))
+        files += plots()  # every file exists before the record that lists them is saved
         record = self.destination.record(name, self.tags, self.started_ms, params=plan.params(self.ctx.choices),
                                          metrics=result.metrics(), dataset=dataset, table=PER_QUESTION_TABLE,
                                          table_dtypes=dtypes, files=[str(p.relative_to(out)) for p in files])

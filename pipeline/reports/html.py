@@ -125,6 +125,44 @@ def save_figures(figures: Mapping[str, Figure], directory: str | Path, dpi: int 
     return paths
 
 
+class Drawing:
+    """Figures being saved as ``<directory>/<name>.png`` by a forked copy of this process while this one goes on
+    (a job writes its other files meanwhile); :meth:`finish` waits for them, and draws here whatever the copy did not
+    write. Where there is no second core (or no ``fork``), the figures are drawn at once."""
+
+    def __init__(self, figures: Mapping[str, Figure], directory: str | Path, dpi: int = DPI) -> None:
+        folder = Path(directory)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.figures = {folder / figure_filename(name): fig for name, fig in figures.items()}
+        self.dpi, self.pid = dpi, 0
+        for path in self.figures:  # a file left by an earlier attempt in this folder is never taken for this one
+            path.unlink(missing_ok=True)
+        if len(self.figures) and hasattr(os, "fork") and (os.cpu_count() or 1) > 1:
+            self.pid = os.fork()
+            if self.pid == 0:  # the copy: write each file whole (a partial file is never seen), then leave at once
+                status = 1
+                try:
+                    for path, fig in self.figures.items():
+                        part = path.with_name(path.name + ".part")
+                        part.write_bytes(_draw(fig, dpi))
+                        os.replace(part, path)
+                    status = 0
+                finally:
+                    os._exit(status)
+        else:
+            self.finish()
+
+    def finish(self) -> list[Path]:
+        """The files, all written (in the order the figures were given)."""
+        if self.pid:
+            pid, self.pid = self.pid, 0
+            os.waitpid(pid, 0)
+        for path, fig in self.figures.items():
+            if not path.is_file():
+                path.write_bytes(figure_png(fig, self.dpi))
+        return list(self.figures)
+
+
 def render_html(title: str, sections: Sequence[Section], meta: Mapping[str, str] | None = None,
                 toc: bool = False, intro: str = "", lead: str = "") -> str:
     """The whole page as one string. ``lead`` is markup right under the title (the verdict); ``meta`` (what was

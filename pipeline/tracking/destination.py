@@ -62,7 +62,8 @@ class Destination:
 
     def dataset(self, doc_ids: list[str], texts: list[str], name: str, digest: str, source: str) -> dict[str, str]:
         """The corpus as an MLflow dataset input (described once per process and corpus)."""
-        return dataset_fields(pd.DataFrame({"doc_id": doc_ids, "text": texts}), name=name, digest=digest, source=source)
+        return dataset_fields(lambda: pd.DataFrame({"doc_id": doc_ids, "text": texts}), name=name, digest=digest,
+                              source=source)  # the frame is made only for a corpus not described yet
 
     def logged_earlier(self, folder: Path, identity: Identity, job: int, what: str) -> str | None:
         """In a resumed sweep: the run that already holds this job's result, or the record computed earlier in

@@ -206,12 +206,13 @@ def redacted_frame(frame: pd.DataFrame) -> pd.DataFrame:
 _DATASET_FIELDS: dict[tuple[str, str, str], dict[str, str]] = {}
 
 
-def dataset_fields(frame: pd.DataFrame, name: str, digest: str, source: str) -> dict[str, str]:
+def dataset_fields(frame: pd.DataFrame | Callable[[], pd.DataFrame], name: str, digest: str,
+                   source: str) -> dict[str, str]:
     """An MLflow dataset's description (name, digest, source, schema, profile) as plain strings; made once per
     process for each corpus (every job of a sweep describes the same one)."""
     key = (name, digest, source)
     if key not in _DATASET_FIELDS:
-        _DATASET_FIELDS[key] = _describe_dataset(frame, name, digest, source)
+        _DATASET_FIELDS[key] = _describe_dataset(frame() if callable(frame) else frame, name, digest, source)
     return dict(_DATASET_FIELDS[key])
 
 

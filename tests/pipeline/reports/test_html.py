@@ -11,6 +11,7 @@ import pandas as pd
 
 from pipeline.reports import html, plots
 from pipeline.reports.html import (
+    Drawing,
     Section,
     details,
     figure_filename,
@@ -135,3 +136,21 @@ def test_when_the_second_core_cannot_draw_this_process_draws_every_figure(monkey
     parent = os.getpid()
     figures = means_figures(3)
     assert render_pngs(figures) == [html._draw(f, html.DPI) for f in means_figures(3)]
+
+
+def test_figures_drawn_in_the_background_are_the_files_save_figures_writes(tmp_path):
+    drawing = Drawing({f"f{i}": fig for i, fig in enumerate(means_figures(3))}, tmp_path / "bg")
+    written = drawing.finish()
+    saved = save_figures({f"f{i}": fig for i, fig in enumerate(means_figures(3))}, tmp_path / "fg")
+    assert [p.name for p in written] == [p.name for p in saved] == ["f0.png", "f1.png", "f2.png"]
+    assert [p.read_bytes() for p in written] == [p.read_bytes() for p in saved]
+    assert not list((tmp_path / "bg").glob("*.part"))
+
+
+def test_when_the_background_copy_fails_this_process_draws_the_figures(tmp_path, monkeypatch):
+    parent = os.getpid()
+    monkeypatch.setattr(html, "_draw", lambda f, dpi, real=html._draw: real(f, dpi) if os.getpid() == parent
+                        else os._exit(3))
+    (tmp_path / "f0.png").write_bytes(b"an earlier attempt's file")
+    written = Drawing({"f0": means_figures(1)[0]}, tmp_path).finish()
+    assert written[0].read_bytes() == html._draw(means_figures(1)[0], html.DPI)
