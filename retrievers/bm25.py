@@ -103,14 +103,24 @@ class BM25(ScoringRetriever):
         norms = length_norms(matrix, self.k1, self.b)
         by_term = matrix.T.tocsr()  # terms x docs: a question sums its terms' rows
         del matrix, terms  # counts made here are freed now (a cache's copy lives on in the cache)
-        self._by_term = weigh(by_term, norms, self.k1)
+        # rows by decreasing document frequency: a question's frequent terms come first in its sum, so that
+        # they can be added for many questions in one product (retrievers.maxscore, small corpora)
+        by_df = np.argsort(-np.diff(by_term.indptr), kind="stable")
+        self._row_of = np.empty(len(by_df), dtype=np.int32)
+        self._row_of[by_df] = np.arange(len(by_df), dtype=np.int32)
+        self._by_term = weigh(by_term[by_df], norms, self.k1)
         self._postings = Postings.build(self._by_term)
         return self
 
     def _questions(self, texts: Sequence[str]) -> sp.csr_matrix:
+        """Questions as term indicators over the index's rows (terms by decreasing document frequency)."""
         if self._vocab is None:
             raise NotIndexedError("call index() before ranking")
-        return encode(texts, self.tokenizer, self._vocab, binary=True)
+        questions = encode(texts, self.tokenizer, self._vocab, binary=True)
+        questions.indices = self._row_of[questions.indices]
+        questions.has_sorted_indices = False
+        questions.sort_indices()
+        return questions
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         return (self._questions(texts) @ self._by_term).toarray()

@@ -203,24 +203,22 @@ class Postings:
             if first == last:
                 continue
             run = ends[first - 1] if first else 0  # the start of the postings not added yet
-            started = False  # sums holds this question's first terms (else an earlier question's scores)
-            for p in range(first, last):
-                if rows[p] < 0:
-                    continue
-                if ends[p] > run:  # the terms before this one
-                    if not started:
-                        sums[:] = 0.0
-                    np.add.at(sums, rare_docs[run : ends[p]], rare_weights[run : ends[p]])
-                    run, started = ends[p], True
-                if started:
-                    sums += self.rows[rows[p]]
+            dense = [rows[p] for p in range(first, last) if rows[p] >= 0]
+            if not dense or ends[first + len(dense) - 1] == run:  # (every pair has postings)
+                # frequent terms first (BM25 numbers terms by decreasing document frequency): rows, the
+                # first two added in one pass, then every other posting in one np.add.at
+                if len(dense) >= 2:
+                    np.add(self.rows[dense[0]], self.rows[dense[1]], out=sums)
+                    for r in dense[2:]:
+                        sums += self.rows[r]
+                elif dense:
+                    sums[:] = self.rows[dense[0]]  # 0 + w is w: the same as adding to zeros
                 else:
-                    sums[:] = self.rows[rows[p]]  # 0 + w is w: the same as adding to zeros
-                    started = True
-            if ends[last - 1] > run:
-                if not started:
                     sums[:] = 0.0
-                np.add.at(sums, rare_docs[run : ends[last - 1]], rare_weights[run : ends[last - 1]])
+                if ends[last - 1] > run:
+                    np.add.at(sums, rare_docs[run : ends[last - 1]], rare_weights[run : ends[last - 1]])
+            else:
+                self._interleaved(first, last, rows, ends, run, rare_docs, rare_weights, sums)
             bound = max(bounds[first:last])
             docs = (sums >= bound if bound > threshold else sums > threshold).nonzero()[0]
             scores = sums[docs]
@@ -229,11 +227,41 @@ class Postings:
                 docs, scores = docs[keep], scores[keep]
             order = np.argsort(-scores, kind="stable")[:k]  # documents are in ascending order: ties stay so
             found.append((i, docs[order], scores[order]))
-        if found:
-            question = np.concatenate([np.full(len(d), i) for i, d, _ in found])
-            place = np.concatenate([np.arange(len(d)) for _, d, _ in found])
-            out_docs[question, place] = np.concatenate([d for _, d, _ in found])
-            out_scores[question, place] = np.concatenate([s for _, _, s in found])
+        self._write(found, out_docs, out_scores)
+
+    def _interleaved(self, first, last, rows, ends, run, rare_docs, rare_weights, sums) -> None:
+        """Pairs ``first`` .. ``last`` (one question) summed into ``sums`` in ascending term order, frequent terms
+        (``rows``) and runs of other terms' postings (flat, ending at ``ends``; this question's from ``run``)
+        taking turns."""
+        started = False  # sums holds this question's first terms (else an earlier question's scores)
+        for p in range(first, last):
+            if rows[p] < 0:
+                continue
+            if ends[p] > run:  # the terms before this one
+                if not started:
+                    sums[:] = 0.0
+                np.add.at(sums, rare_docs[run : ends[p]], rare_weights[run : ends[p]])
+                run, started = ends[p], True
+            if started:
+                sums += self.rows[rows[p]]
+            else:
+                sums[:] = self.rows[rows[p]]  # 0 + w is w: the same as adding to zeros
+                started = True
+        if ends[last - 1] > run:
+            if not started:
+                sums[:] = 0.0
+            np.add.at(sums, rare_docs[run : ends[last - 1]], rare_weights[run : ends[last - 1]])
+
+    @staticmethod
+    def _write(found: list, out_docs: np.ndarray, out_scores: np.ndarray) -> None:
+        """Write each ``(question, docs, scores)`` of ``found`` into its row of ``out_docs`` / ``out_scores``."""
+        if not found:
+            return
+        counts = [len(d) for _, d, _ in found]
+        question = np.repeat([i for i, _, _ in found], counts)
+        place = np.arange(len(question)) - np.repeat(np.cumsum(counts) - counts, counts)
+        out_docs[question, place] = np.concatenate([d for _, d, _ in found])
+        out_scores[question, place] = np.concatenate([s for _, _, s in found])
 
     def _rare_postings(self, terms: np.ndarray, which: np.ndarray) -> _Flat:
         """The postings of the (question, term) pairs ``which`` selects, one after the other."""
