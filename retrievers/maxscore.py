@@ -210,7 +210,6 @@ class Postings:
         ends = ends.tolist()
         sums = np.zeros(self.n_docs)  # scratch, overwritten by each question
         weights = self.rows
-        found = []
         for i, p, stop, n, lo, hi, ordered, b in zip(asked.tolist(), first.tolist(), last.tolist(),
                                                      n_frequent.tolist(), start.tolist(), end.tolist(),
                                                      leading.tolist(), bound.tolist()):
@@ -235,8 +234,8 @@ class Postings:
                 keep = scores >= np.partition(scores, len(docs) - k)[len(docs) - k]
                 docs, scores = docs[keep], scores[keep]
             order = np.argsort(-scores, kind="stable")[:k]  # documents are in ascending order: ties stay so
-            found.append((i, docs[order], scores[order]))
-        self._write(found, out_docs, out_scores)
+            out_docs[i, : len(order)] = docs[order]
+            out_scores[i, : len(order)] = scores[order]
 
     def _interleaved(self, first, last, rows, ends, run, rare_docs, rare_weights, sums) -> None:
         """Pairs ``first`` .. ``last`` (one question) summed into ``sums`` in ascending term order, frequent terms
@@ -260,17 +259,6 @@ class Postings:
             if not started:
                 sums[:] = 0.0
             np.add.at(sums, rare_docs[run : ends[last - 1]], rare_weights[run : ends[last - 1]])
-
-    @staticmethod
-    def _write(found: list, out_docs: np.ndarray, out_scores: np.ndarray) -> None:
-        """Write each ``(question, docs, scores)`` of ``found`` into its row of ``out_docs`` / ``out_scores``."""
-        if not found:
-            return
-        counts = [len(d) for _, d, _ in found]
-        question = np.repeat([i for i, _, _ in found], counts)
-        place = np.arange(len(question)) - np.repeat(np.cumsum(counts) - counts, counts)
-        out_docs[question, place] = np.concatenate([d for _, d, _ in found])
-        out_scores[question, place] = np.concatenate([s for _, _, s in found])
 
     def _rare_postings(self, terms: np.ndarray, which: np.ndarray) -> _Flat:
         """The postings of the (question, term) pairs ``which`` selects, one after the other."""
