@@ -135,8 +135,10 @@ class Postings:
         asked = np.repeat(np.arange(n, dtype=np.int64), np.diff(questions.indptr))
         terms = questions.indices.astype(np.int64)
         keep = (questions.data != 0) & (self.indptr[terms + 1] > self.indptr[terms])
-        pairs = np.unique(asked[keep] * len(self.top) + terms[keep])
-        asked, terms = np.divmod(pairs, len(self.top))
+        if questions.has_canonical_format:  # sorted, no duplicates: the pairs are already
+            asked, terms = asked[keep], terms[keep]
+        else:
+            asked, terms = np.divmod(np.unique(asked[keep] * len(self.top) + terms[keep]), len(self.top))
         ptr = np.searchsorted(asked, np.arange(n + 1))
         if self.rows is not None:
             return self._whole(terms, ptr, k, threshold, out_docs, out_scores)
