@@ -16,6 +16,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from metrics.run import Run
+from retrievers import maxscore
 from retrievers.base import (
     MIN_SCORE,
     Documents,
@@ -103,14 +104,29 @@ class BM25(ScoringRetriever):
         norms = length_norms(matrix, self.k1, self.b)
         by_term = matrix.T.tocsr()  # terms x docs: a question sums its terms' rows
         del matrix, terms  # counts made here are freed now (a cache's copy lives on in the cache)
+        # a corpus scored whole (retrievers.maxscore) gets its rows by decreasing document frequency: a
+        # question's frequent terms then lead its sum, their dense rows added first and every other posting in
+        # one np.add.at; a larger corpus keeps the vocabulary's order (its MaxScore path is left as it was)
+        if by_term.shape[1] <= maxscore.WHOLE_DOCS:
+            by_df = np.argsort(-np.diff(by_term.indptr), kind="stable")
+            by_term = by_term[by_df]
+        else:
+            by_df = np.arange(by_term.shape[0])
+        self._row_of = np.empty(len(by_df), dtype=np.int32)  # vocabulary position -> row of the index
+        self._row_of[by_df] = np.arange(len(by_df), dtype=np.int32)
         self._by_term = weigh(by_term, norms, self.k1)
         self._postings = Postings.build(self._by_term)
         return self
 
     def _questions(self, texts: Sequence[str]) -> sp.csr_matrix:
+        """Questions as term indicators over the index's rows (see :meth:`index` for their order)."""
         if self._vocab is None:
             raise NotIndexedError("call index() before ranking")
-        return encode(texts, self.tokenizer, self._vocab, binary=True)
+        questions = encode(texts, self.tokenizer, self._vocab, binary=True)
+        questions.indices = self._row_of[questions.indices]
+        questions.has_sorted_indices = False
+        questions.sort_indices()
+        return questions
 
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         return (self._questions(texts) @ self._by_term).toarray()

@@ -135,8 +135,10 @@ class Postings:
         asked = np.repeat(np.arange(n, dtype=np.int64), np.diff(questions.indptr))
         terms = questions.indices.astype(np.int64)
         keep = (questions.data != 0) & (self.indptr[terms + 1] > self.indptr[terms])
-        pairs = np.unique(asked[keep] * len(self.top) + terms[keep])
-        asked, terms = np.divmod(pairs, len(self.top))
+        if questions.has_canonical_format:  # sorted, no duplicates: the pairs are already
+            asked, terms = asked[keep], terms[keep]
+        else:
+            asked, terms = np.divmod(np.unique(asked[keep] * len(self.top) + terms[keep]), len(self.top))
         ptr = np.searchsorted(asked, np.arange(n + 1))
         if self.rows is not None:
             return self._whole(terms, ptr, k, threshold, out_docs, out_scores)
@@ -188,52 +190,77 @@ class Postings:
 
     def _whole_block(self, terms, ptr, k, threshold, out_docs, out_scores) -> None:
         """:meth:`_whole` for a block of questions, writing into ``out_docs`` and ``out_scores`` (views)."""
-        bounds = np.maximum(self._kth(np.unique(terms), k)[terms], threshold).tolist()
+        bounds = np.maximum(self._kth(np.unique(terms), k)[terms], threshold)
+        frequent = self.dense_row[terms] >= 0
         rows = self.dense_row[terms].tolist()
-        rare = self._rare_postings(terms, self.dense_row[terms] < 0)
+        rare = self._rare_postings(terms, ~frequent)
         rare_docs, rare_weights = self.docs[rare.at].astype(np.intp), self.weights[rare.at]
         ends = np.zeros(len(terms), dtype=np.int64)  # where each pair's postings end in the flat arrays
         ends[rare.pairs] = rare.ends
-        ends = np.maximum.accumulate(ends).tolist()
+        ends = np.maximum.accumulate(ends)
+        # per question (numpy here, so that the loop below does little but the additions): its bound, its
+        # frequent terms' count, where its other terms' postings start and end, and whether its frequent terms
+        # all come first (every pair has postings: no other term's postings before the last frequent one)
+        asked = np.flatnonzero(np.diff(ptr))
+        first = ptr[asked]
+        last = ptr[asked + 1]
+        bound = np.maximum.reduceat(bounds, first) if len(asked) else np.zeros(0)
+        n_frequent = np.add.reduceat(frequent, first) if len(asked) else np.zeros(0, dtype=np.int64)
+        start = np.where(first > 0, ends[np.maximum(first - 1, 0)], 0)
+        end = ends[last - 1]
+        leading = (n_frequent == 0) | (ends[first + np.maximum(n_frequent, 1) - 1] == start)
+        ends = ends.tolist()
         sums = np.zeros(self.n_docs)  # scratch, overwritten by each question
-        pairs = ptr.tolist()
-        found = []
-        for i in range(len(pairs) - 1):
-            first, last = pairs[i], pairs[i + 1]
-            if first == last:
-                continue
-            run = ends[first - 1] if first else 0  # the start of the postings not added yet
-            started = False  # sums holds this question's first terms (else an earlier question's scores)
-            for p in range(first, last):
-                if rows[p] < 0:
-                    continue
-                if ends[p] > run:  # the terms before this one
-                    if not started:
-                        sums[:] = 0.0
-                    np.add.at(sums, rare_docs[run : ends[p]], rare_weights[run : ends[p]])
-                    run, started = ends[p], True
-                if started:
-                    sums += self.rows[rows[p]]
+        weights = self.rows
+        for i, p, stop, n, lo, hi, ordered, b in zip(asked.tolist(), first.tolist(), last.tolist(),
+                                                     n_frequent.tolist(), start.tolist(), end.tolist(),
+                                                     leading.tolist(), bound.tolist()):
+            if ordered:
+                # frequent terms first (BM25 numbers terms by decreasing document frequency): their rows, the
+                # first two added in one pass, then every other posting in one np.add.at
+                if n >= 2:
+                    np.add(weights[rows[p]], weights[rows[p + 1]], out=sums)
+                    for q in range(p + 2, p + n):
+                        sums += weights[rows[q]]
+                elif n:
+                    sums[:] = weights[rows[p]]  # 0 + w is w: the same as adding to zeros
                 else:
-                    sums[:] = self.rows[rows[p]]  # 0 + w is w: the same as adding to zeros
-                    started = True
-            if ends[last - 1] > run:
-                if not started:
                     sums[:] = 0.0
-                np.add.at(sums, rare_docs[run : ends[last - 1]], rare_weights[run : ends[last - 1]])
-            bound = max(bounds[first:last])
-            docs = (sums >= bound if bound > threshold else sums > threshold).nonzero()[0]
+                if hi > lo:
+                    np.add.at(sums, rare_docs[lo:hi], rare_weights[lo:hi])
+            else:
+                self._interleaved(p, stop, rows, ends, lo, rare_docs, rare_weights, sums)
+            docs = (sums >= b if b > threshold else sums > threshold).nonzero()[0]
             scores = sums[docs]
             if len(docs) > 2 * k:
                 keep = scores >= np.partition(scores, len(docs) - k)[len(docs) - k]
                 docs, scores = docs[keep], scores[keep]
             order = np.argsort(-scores, kind="stable")[:k]  # documents are in ascending order: ties stay so
-            found.append((i, docs[order], scores[order]))
-        if found:
-            question = np.concatenate([np.full(len(d), i) for i, d, _ in found])
-            place = np.concatenate([np.arange(len(d)) for _, d, _ in found])
-            out_docs[question, place] = np.concatenate([d for _, d, _ in found])
-            out_scores[question, place] = np.concatenate([s for _, _, s in found])
+            out_docs[i, : len(order)] = docs[order]
+            out_scores[i, : len(order)] = scores[order]
+
+    def _interleaved(self, first, last, rows, ends, run, rare_docs, rare_weights, sums) -> None:
+        """Pairs ``first`` .. ``last`` (one question) summed into ``sums`` in ascending term order, frequent terms
+        (``rows``) and runs of other terms' postings (flat, ending at ``ends``; this question's from ``run``)
+        taking turns."""
+        started = False  # sums holds this question's first terms (else an earlier question's scores)
+        for p in range(first, last):
+            if rows[p] < 0:
+                continue
+            if ends[p] > run:  # the terms before this one
+                if not started:
+                    sums[:] = 0.0
+                np.add.at(sums, rare_docs[run : ends[p]], rare_weights[run : ends[p]])
+                run, started = ends[p], True
+            if started:
+                sums += self.rows[rows[p]]
+            else:
+                sums[:] = self.rows[rows[p]]  # 0 + w is w: the same as adding to zeros
+                started = True
+        if ends[last - 1] > run:
+            if not started:
+                sums[:] = 0.0
+            np.add.at(sums, rare_docs[run : ends[last - 1]], rare_weights[run : ends[last - 1]])
 
     def _rare_postings(self, terms: np.ndarray, which: np.ndarray) -> _Flat:
         """The postings of the (question, term) pairs ``which`` selects, one after the other."""

@@ -118,6 +118,8 @@ class _Vocabulary:
         self.ids: dict[str, int] = {}
         self.packed = pd.Index(np.zeros(0, dtype=np.uint64))  # packed bytes of known short terms ...
         self.packed_ids = np.zeros(0, dtype=np.int64)  # ... and their ids (-1: a stop word)
+        if fixed is not None:
+            self.packed, self.packed_ids = _packed_vocabulary(fixed, stopwords)
 
     def __len__(self) -> int:
         return len(self.fixed) if self.fixed is not None else len(self.ids)
@@ -142,14 +144,14 @@ class _Vocabulary:
 
     def lookup(self, batch: _Tokens) -> np.ndarray:
         """The id of each distinct token of ``batch``."""
-        if batch.packed is None or self.fixed is not None:
+        if batch.packed is None:
             return self._ids(batch.terms(np.arange(batch.n_distinct)))
         out = np.full(batch.n_distinct, -1, dtype=np.int64)
         short = np.flatnonzero(~batch.long)
         where = self.packed.get_indexer(batch.packed[short])
         out[short[where >= 0]] = self.packed_ids[where[where >= 0]]
         unseen = short[where < 0]
-        if len(unseen):
+        if len(unseen) and self.fixed is None:  # (a short term a fixed vocabulary lacks is unknown: -1)
             ids = self._ids(batch.terms(unseen))
             out[unseen] = ids
             self.packed = self.packed.append(pd.Index(batch.packed[unseen]))
@@ -168,6 +170,29 @@ class _Vocabulary:
         position = np.empty(len(words), dtype=np.int64)
         position[order] = np.arange(len(words))
         return words[order], position
+
+
+# the last fixed vocabulary, its stop words, its packed terms and their ids (one tuple: replaced whole, so that a
+# thread never reads one vocabulary's terms with another's ids)
+_fixed_packed: tuple[Any, ...] = (None, None, None, None)
+
+
+def _packed_vocabulary(fixed: pd.Index, stopwords: frozenset[str]) -> tuple[pd.Index, np.ndarray]:
+    """A fixed vocabulary's terms of at most 8 ASCII bytes packed as tokens are (little-endian, zero past the
+    end: see :func:`_pack`), and their ids (-1 for a stop word), so that questions are looked up without
+    decoding their tokens. The last vocabulary's are kept: questions are encoded over it again and again."""
+    global _fixed_packed
+    last = _fixed_packed
+    if last[0] is fixed and last[1] is stopwords:
+        return last[2], last[3]
+    ids, packed = [], []
+    for i, term in enumerate(fixed.tolist()):
+        if len(term) <= 8 and term.isascii():
+            ids.append(-1 if term in stopwords else i)
+            packed.append(int.from_bytes(term.encode("ascii"), "little"))
+    index, known = pd.Index(np.array(packed, dtype=np.uint64)), np.array(ids, dtype=np.int64)
+    _fixed_packed = (fixed, stopwords, index, known)
+    return index, known
 
 
 @dataclass

@@ -24,3 +24,26 @@ def test_helpdesk_vocabulary_has_177_terms(helpdesk_collection):
     assert len(counts.vocab) == 177
     assert list(counts.vocab) == sorted(counts.vocab)
     assert counts.counts.shape == (28, 177)
+
+
+def test_encoding_over_a_fixed_vocabulary_counts_exactly_the_known_terms():
+    """Questions are looked up by their packed bytes; short and long terms, unknown ones and stop words alike
+    give what counting the tokenizer's terms does (a stop word never counts, even when the vocabulary has it)."""
+    import numpy as np
+    import pandas as pd
+
+    from retrievers.text import encode
+
+    tok = Tokenizer()
+    vocab = pd.Index(sorted(["alpha", "beta", "extraordinarily", "the", "zz9", "longwordnumbertwo"]), dtype=object)
+    texts = ["Alpha beta beta THE unknownlongword zz9", "", "extraordinarily longwordnumbertwo qq alpha",
+             "nothing here at all"]
+    got = encode(texts, tok, vocab).toarray()
+    want = np.zeros((len(texts), len(vocab)))
+    position = {t: i for i, t in enumerate(vocab)}
+    for row, text in enumerate(texts):
+        for term in tok(text):
+            if term in position:
+                want[row, position[term]] += 1
+    np.testing.assert_array_equal(got, want)
+    assert want[0, position["beta"]] == 2 and want[0, position["the"]] == 0
