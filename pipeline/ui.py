@@ -1,7 +1,7 @@
 """``python -m pipeline.ui``: the MLflow UI on a local store, at http://127.0.0.1:5000 until Ctrl-C.
 
 ``make ui`` runs it on ./mlflow.db. It serves what ``mlflow ui --backend-store-uri URI`` serves, from one process
-(:mod:`pipeline.tracking.ui`), so the page answers in a few seconds rather than about 25.
+(:mod:`pipeline.tracking.ui`), so the page answers in about half the time.
 """
 
 from __future__ import annotations
