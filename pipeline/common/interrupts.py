@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,3 +86,25 @@ def shielded() -> None:
     """From now on Ctrl-C and SIGTERM are ignored: the process is closing its runs and must finish doing so."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block is over, then act as they would have: a store write stopped half-way
+    (inside SQLite's transaction) can leave the store locked by this very process, so nothing could close its runs
+    afterwards. Only the main thread receives signals; elsewhere the block runs as is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig, handler in previous.items():
+        if handler is not signal.SIG_IGN:  # an ignored signal (the runs are being closed) stays ignored
+            signal.signal(sig, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if caught:
+        signal.raise_signal(caught[0])

@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from pipeline.common.interrupts import deferred
 from pipeline.common.jsonfile import read_json, write_json
 from pipeline.common.names import RECORD_FILE, TAG_CONFIG_DIGEST, TAG_KIND, TAG_RECORD, TAG_SUPERSEDED_BY
 from pipeline.common.redact import redact_text, redact_tree, redact_value
@@ -178,23 +179,32 @@ def _log(client: MlflowClient, record: JobRecord, folder: Path) -> str:
     tags = {**record.tags, TAG_RECORD: record.record_id}
     if record.table:  # the saved file is already an MLflow table (save_table): logged as is, and marked as one
         tags[MLFLOW_LOGGED_ARTIFACTS] = json.dumps([{"path": record.table, "type": "table"}])
-    tracker = Tracker.start(client, record.experiment_id, record.run_name, tags, record.parent_run_id,
-                            start_time=record.started_ms or None)
+    tracker: Tracker | None = None
     try:
+        with deferred():  # each write to the store is whole: a Ctrl-C waits for it (milliseconds), then stops the rest
+            tracker = Tracker.start(client, record.experiment_id, record.run_name, tags, record.parent_run_id,
+                                    start_time=record.started_ms or None)
         if record.params or record.metrics:
-            tracker.log_metrics(record.metrics, params=record.params)
+            with deferred():
+                tracker.log_metrics(record.metrics, params=record.params)
         if record.dataset:
-            tracker.log_dataset_fields(record.dataset, context="evaluation")
+            with deferred():
+                tracker.log_dataset_fields(record.dataset, context="evaluation")
         for name in [record.table] if record.table else []:
-            tracker.log_files([folder / name], posixpath.dirname(name) or None)
+            with deferred():
+                tracker.log_files([folder / name], posixpath.dirname(name) or None)
         for name in record.files:  # 'plots/x.png' goes to the run's plots/ folder
-            tracker.log_files([folder / name], posixpath.dirname(name) or None)
+            with deferred():
+                tracker.log_files([folder / name], posixpath.dirname(name) or None)
     except BaseException as exc:  # interrupted or refused half-way: the half-logged run is closed, never RUNNING;
+        if tracker is None:
+            raise
         with suppress(Exception):  # the record stays pending, and logging it again supersedes this run
             tracker.finish(error=f"logging was interrupted ({type(exc).__name__}): the record in {folder} is "
                                  f"logged again by the next sync or resume")
         raise
-    tracker.finish(error=record.error, end_time=record.ended_ms or None)
+    with deferred():  # stopped after this, the run is whole and FINISHED: a resume finds it by its record id
+        tracker.finish(error=record.error, end_time=record.ended_ms or None)
     return tracker.run_id
 
 

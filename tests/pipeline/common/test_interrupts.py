@@ -3,12 +3,16 @@ ignored" and let the command run on to the end (the interruption stress caught o
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
+from pipeline.common import interrupts
 from tests.pipeline.helpers import REPO
 
 PROGRAM = textwrap.dedent("""
@@ -52,3 +56,24 @@ def test_installing_twice_keeps_one_hook():
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=60)
 
 
+
+
+def test_a_ctrl_c_inside_a_deferred_block_acts_once_the_block_is_over():
+    done = []
+    with pytest.raises(KeyboardInterrupt), interrupts.deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        done.append("the write finished")
+    assert done == ["the write finished"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_deferred_block_keeps_an_ignored_signal_ignored():
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with interrupts.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, previous)
