@@ -3,7 +3,8 @@
 ``--help`` is answered here, from the config folder's listing, without importing Hydra, MLflow or the retrievers
 (Hydra's own help, with the composed config, is ``--hydra-help`` and ``--cfg job``). SIGTERM is handled before the
 heavy imports start, so a command stopped while it starts says so in one line, like one stopped later (see
-:mod:`pipeline.common.interrupts`).
+:mod:`pipeline.common.interrupts`). A single run (no ``-m`` or other Hydra flag) forks the process that opens the
+tracking store and logs the run while this one imports Hydra and computes (:mod:`pipeline.tracking.background`).
 """
 
 import sys
@@ -44,6 +45,10 @@ if __name__ == "__main__":
         print(help_text())
         sys.exit(0)
     interrupts.install()
+    if not any(arg.startswith("-") for arg in sys.argv[1:]):  # one run: overrides only, no -m, --cfg ...
+        from pipeline.tracking import background
+
+        background.start()
     try:
         from pipeline.app import main
     except KeyboardInterrupt as exc:

@@ -15,24 +15,35 @@ import pandas as pd
 from pipeline.common import commands
 from pipeline.common.names import PROG, TAG_CONFIG_DIGEST
 from pipeline.common.redact import redact_text
+from pipeline.tracking import background
 from pipeline.tracking.client import MlflowClient
 from pipeline.tracking.identity import Identity
 from pipeline.tracking.provenance import code_version
 from pipeline.tracking.records import JobRecord, Published, finished_run, now_ms, publish, save_table
 from pipeline.tracking.runs import dataset_fields
-from pipeline.tracking.store import STORE_ERRORS, Store, StoreUnavailable, client_for, run_location, tracking_uri
+from pipeline.tracking.store import (
+    STORE_ERRORS,
+    Store,
+    StoreUnavailable,
+    client_for,
+    run_location,
+    store_error,
+    tracking_uri,
+)
 
 __all__ = ["Destination", "JobRecord", "StoreUnavailable"]
 
 
 @dataclass
 class Destination:
-    """One job's place in the tracking store."""
+    """One job's place in the tracking store; a single run's store may be held by the store process
+    (:mod:`pipeline.tracking.background`), which then logs for it."""
 
     uri: str
-    client: MlflowClient
+    client: MlflowClient | None  # None: not opened in this process (yet)
     experiment_id: str
     parent_run_id: str | None = None  # a sweep's parent run
+    remote: background.StoreProcess | None = None
 
     @classmethod
     def open(cls, configured: str | None, launch_dir: Path, experiment: str, sweep: Any = None) -> Destination:
@@ -42,6 +53,12 @@ class Destination:
         uri = tracking_uri(configured, launch_dir)
         if sweep is not None:
             return cls(uri, client_for(uri), sweep.experiment_id, sweep.parent_run_id)
+        remote = background.current()
+        if remote is not None:
+            try:
+                return cls(uri, None, remote.open(uri, experiment), remote=remote)
+            except background.Gone:
+                pass
         store = Store.open(uri, experiment)
         return cls(uri, store.client, store.experiment_id)
 
@@ -71,14 +88,15 @@ class Destination:
         its record)."""
         earlier = JobRecord.load(folder)
         try:
+            client = self._client()
             if earlier is not None and earlier.pending and earlier.error is None:
                 if earlier.identity == identity:
-                    published = publish(self.client, earlier, folder)
+                    published = publish(client, earlier, folder)
                     print(f"{PROG}: job {job} ({earlier.run_name}): logged the results computed earlier in {folder} "
                           f"as run {published.run_id}", flush=True)
                     return published.run_id
-                publish(self.client, earlier, folder)  # another config's result left here: never lose it
-            run_id = finished_run(self.client, self.experiment_id, str(self.parent_run_id), identity)
+                publish(client, earlier, folder)  # another config's result left here: never lose it
+            run_id = finished_run(client, self.experiment_id, str(self.parent_run_id), identity)
         except (StoreUnavailable, *STORE_ERRORS):
             return None
         if run_id is not None:
@@ -88,14 +106,31 @@ class Destination:
 
     def publish(self, record: JobRecord, folder: Path) -> Published:
         """Log the record as the job's run, once. Raises :class:`StoreUnavailable`; the record then waits."""
-        return publish(self.client, record, folder)
+        if self.remote is not None:
+            try:
+                published: Published = self.remote.publish(folder)
+            except background.Gone:  # the store process is gone: log from here
+                self.remote = None
+            else:
+                record.run_id = published.run_id
+                return published
+        return publish(self._client(), record, folder)
 
     def publish_failure(self, record: JobRecord, folder: Path) -> str | None:
         """A failed job's record logged as a FAILED run, if the store answers."""
         try:
-            return publish(self.client, record, folder).run_id
+            return self.publish(record, folder).run_id
         except StoreUnavailable:
             return None
+
+    def _client(self) -> MlflowClient:
+        """The store's client in this process, connected on first use. Raises :class:`StoreUnavailable`."""
+        if self.client is None:
+            try:
+                self.client = client_for(self.uri)
+            except STORE_ERRORS as exc:
+                raise StoreUnavailable(store_error(exc)) from None
+        return self.client
 
     def location(self, run_id: str) -> str:
         return run_location(self.uri, self.experiment_id, run_id)

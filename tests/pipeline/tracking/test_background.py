@@ -1,0 +1,128 @@
+"""A single run's store is opened, and its record logged, by a second process: the same run as logging in-process,
+and the job logs by itself when that process is gone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from metrics.errors import InputError
+from pipeline.common.names import PER_QUESTION_TABLE, TAG_CONFIG_DIGEST, TAG_KIND
+from pipeline.tracking import background
+from pipeline.tracking.destination import Destination
+from pipeline.tracking.records import JobRecord, save_table
+from tests.pipeline.helpers import cli_env, job_runs, run_pipeline
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or background.cores() < 2,
+                                reason="the store process runs only where it can fork onto a second core")
+
+
+@pytest.fixture
+def store_process(monkeypatch):
+    """A store process started by this test (as ``python -m pipeline`` starts one), stopped afterwards."""
+    monkeypatch.delenv("RANKSCOPE_STORE_PROCESS", raising=False)
+    monkeypatch.setattr(background, "_CURRENT", None)
+    process = background.start()
+    assert process is not None
+    yield process
+    process.stop(wait=True)
+
+
+def saved_record(folder, destination: Destination) -> JobRecord:
+    folder.mkdir(parents=True, exist_ok=True)
+    table = pd.DataFrame({"query_id": ["q1", "q2"], "ndcg@5": [1.0, 0.5]})
+    (folder / "run.trec").write_text("q1 Q0 d1 1 1.0 BM25\n")
+    record = destination.record("BM25 · help-desk", {TAG_KIND: "run", TAG_CONFIG_DIGEST: "c1"}, 1_700_000_000_000,
+                                params={"retriever.k1": 1.2}, metrics={"ndcg_at_5": 0.75}, table=PER_QUESTION_TABLE,
+                                table_dtypes=save_table(table, folder / PER_QUESTION_TABLE), files=["run.trec"])
+    record.save(folder)
+    return record
+
+
+def test_the_store_process_opens_the_store_and_logs_the_saved_record(tmp_path, store_process):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"  # a new store: the store process creates it
+    destination = Destination.open(uri, tmp_path, "rankscope")
+    assert destination.remote is store_process and destination.client is None
+    record = saved_record(tmp_path / "job", destination)
+    published = destination.publish(record, tmp_path / "job")
+    assert destination.client is None  # this process never opened the store: the other one logged
+    assert record.run_id == published.run_id == JobRecord.load(tmp_path / "job").run_id and not published.reused
+    run = MlflowClient(uri).get_run(published.run_id)
+    assert run.info.status == "FINISHED" and run.info.experiment_id == destination.experiment_id
+    assert run.data.metrics == {"ndcg_at_5": 0.75} and run.data.params == {"retriever.k1": "1.2"}
+    assert {f.path for f in MlflowClient(uri).list_artifacts(published.run_id)} == {PER_QUESTION_TABLE, "run.trec"}
+    assert destination.publish(record, tmp_path / "job").reused  # logged once, however often it is published
+
+
+def test_a_store_that_cannot_be_opened_is_the_same_one_line_error(tmp_path, store_process):
+    (tmp_path / "a-file").write_text("")
+    uri = f"sqlite:///{tmp_path / 'a-file' / 'mlflow.db'}"  # its folder cannot be made
+    with pytest.raises(InputError, match=r"^cannot open the MLflow tracking store sqlite:///.*a-file"):
+        Destination.open(uri, tmp_path, "rankscope")
+    assert background.current() is store_process  # still there for the next request
+
+
+def test_when_the_store_process_is_gone_the_job_logs_by_itself(tmp_path, store_process):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    destination = Destination.open(uri, tmp_path, "rankscope")
+    os.kill(store_process.pid, signal.SIGKILL)
+    os.waitpid(store_process.pid, 0)
+    record = saved_record(tmp_path / "job", destination)
+    published = destination.publish(record, tmp_path / "job")
+    assert destination.remote is None and destination.client is not None
+    assert MlflowClient(uri).get_run(published.run_id).info.status == "FINISHED"
+    assert JobRecord.load(tmp_path / "job").run_id == published.run_id
+
+
+def test_a_single_run_logs_the_same_run_with_or_without_the_store_process(tmp_path):
+    runs = {}
+    for mode in ("1", "0"):
+        folder = tmp_path / f"store-process-{mode}"
+        folder.mkdir()
+        done = run_pipeline(folder, "quiet=true", env={"RANKSCOPE_STORE_PROCESS": mode})
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+        (runs[mode],) = job_runs(folder)
+        assert runs[mode].info.run_id in done.stdout
+    with_process, in_process = runs["1"], runs["0"]
+    def measured(run) -> dict[str, float]:  # stage timings differ from run to run
+        return {k: v for k, v in run.data.metrics.items() if not k.startswith("system/time_")}
+
+    assert measured(with_process) == measured(in_process) and len(measured(in_process)) > 40
+    assert with_process.data.params == in_process.data.params
+    ignored = ("mlflow.", "rankscope.output_dir", "rankscope.record")
+    assert ({k: v for k, v in with_process.data.tags.items() if not k.startswith(ignored)}
+            == {k: v for k, v in in_process.data.tags.items() if not k.startswith(ignored)})
+
+
+@pytest.mark.slow
+def test_ctrl_c_from_the_terminal_while_a_single_run_logs_leaves_nothing_running(tmp_path):
+    """The terminal sends Ctrl-C to both processes: the job stops, the store process finishes its write and closes a
+    half-logged run FAILED; the command ends in one line, 130, and the results stay saved (logged, or pending)."""
+    process = subprocess.Popen([sys.executable, "-m", "pipeline", "quiet=true"], cwd=tmp_path, env=cli_env(tmp_path),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not list(tmp_path.glob("outputs/*/*/record.json")) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    os.killpg(process.pid, signal.SIGINT)  # as a terminal does: the whole foreground group
+    _, err = process.communicate(timeout=300)
+    if process.returncode == 0:
+        pytest.skip("the run was logged before the Ctrl-C arrived")
+    assert process.returncode == 130 and "Traceback" not in err, err[-3000:]
+    assert "rankscope: stopped by Ctrl-C" in err
+    (folder,) = [p.parent for p in tmp_path.glob("outputs/*/*/record.json")]
+    record = JobRecord.load(folder)
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("rankscope")
+    runs = client.search_runs([experiment.experiment_id]) if experiment else []
+    assert all(r.info.status != "RUNNING" for r in runs)
+    if record.pending:
+        assert "log them with: " in err and "pipeline.sync" in err
+    else:
+        assert client.get_run(record.run_id).info.status == "FINISHED" and "was logged" in err
