@@ -12,6 +12,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune]'
+	$(BIN)/python -m compileall -q pipeline metrics retrievers  # an editable install is not byte-compiled: every command would compile ~0.5 MB of source (0.2 s) where PYTHONDONTWRITEBYTECODE is set
 	touch $(STAMP)
 
 run: $(STAMP)
