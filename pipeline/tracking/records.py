@@ -180,22 +180,18 @@ def _log(client: MlflowClient, record: JobRecord, folder: Path) -> str:
     if record.table:  # the saved file is already an MLflow table (save_table): logged as is, and marked as one
         tags[MLFLOW_LOGGED_ARTIFACTS] = json.dumps([{"path": record.table, "type": "table"}])
     tracker: Tracker | None = None
-    try:
-        with deferred():  # each write to the store is whole: a Ctrl-C waits for it (milliseconds), then stops the rest
+    try:  # each of the Tracker's writes is whole (runs.whole): a Ctrl-C waits for it, then stops the rest
+        with deferred():  # ... and for the run's id to be kept here, so that the run can be closed
             tracker = Tracker.start(client, record.experiment_id, record.run_name, tags, record.parent_run_id,
                                     start_time=record.started_ms or None)
         if record.params or record.metrics:
-            with deferred():
-                tracker.log_metrics(record.metrics, params=record.params)
+            tracker.log_metrics(record.metrics, params=record.params)
         if record.dataset:
-            with deferred():
-                tracker.log_dataset_fields(record.dataset, context="evaluation")
+            tracker.log_dataset_fields(record.dataset, context="evaluation")
         for name in [record.table] if record.table else []:
-            with deferred():
-                tracker.log_files([folder / name], posixpath.dirname(name) or None)
+            tracker.log_files([folder / name], posixpath.dirname(name) or None)
         for name in record.files:  # 'plots/x.png' goes to the run's plots/ folder
-            with deferred():
-                tracker.log_files([folder / name], posixpath.dirname(name) or None)
+            tracker.log_files([folder / name], posixpath.dirname(name) or None)
     except BaseException as exc:  # interrupted or refused half-way: the half-logged run is closed, never RUNNING;
         if tracker is None:
             raise
@@ -203,8 +199,8 @@ def _log(client: MlflowClient, record: JobRecord, folder: Path) -> str:
             tracker.finish(error=f"logging was interrupted ({type(exc).__name__}): the record in {folder} is "
                                  f"logged again by the next sync or resume")
         raise
-    with deferred():  # stopped after this, the run is whole and FINISHED: a resume finds it by its record id
-        tracker.finish(error=record.error, end_time=record.ended_ms or None)
+    # stopped after this, the run is whole and FINISHED: a resume finds it by its record id
+    tracker.finish(error=record.error, end_time=record.ended_ms or None)
     return tracker.run_id
 
 

@@ -7,6 +7,7 @@ children in joblib worker processes, linked by the ``mlflow.parentRunId`` tag.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import random
 import tempfile
@@ -14,10 +15,11 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
+from pipeline.common.interrupts import deferred
 from pipeline.common.names import TAG_ERROR
 from pipeline.common.redact import redact_text, redact_value
 from pipeline.tracking.client import (
@@ -60,6 +62,22 @@ def _while_locked(action: Callable[[], None], wait: float | None = None) -> None
             time.sleep(0.5)
 
 
+W = TypeVar("W", bound=Callable[..., Any])
+
+
+def whole(write: W) -> W:
+    """A store write that a Ctrl-C or SIGTERM does not cut: the signal acts once it is over (milliseconds; see
+    :func:`pipeline.common.interrupts.deferred`). Cut inside SQLite's transaction, it would leave the store locked
+    by this very process, which could then close none of its runs."""
+
+    @functools.wraps(write)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        with deferred():
+            return write(*args, **kwargs)
+
+    return wrapped  # type: ignore[return-value]
+
+
 def find_run(client: MlflowClient, run_id: str) -> Run | None:
     """The run with this id, or None when the store has none."""
     try:
@@ -76,6 +94,7 @@ class Tracker:
         self.run_id = run_id
 
     @classmethod
+    @whole
     def reopen(cls, client: MlflowClient, run_id: str, experiment_id: str) -> Tracker | None:
         """The ended run ``run_id`` RUNNING again (a resumed sweep's parent), its old failure reason removed; None
         when it is gone (deleted, or not in ``experiment_id``)."""
@@ -95,6 +114,7 @@ class Tracker:
         return len(self.client.get_metric_history(self.run_id, key))
 
     @classmethod
+    @whole
     def start(cls, client: MlflowClient, experiment_id: str, name: str, tags: Mapping[str, str],
               parent_id: str | None = None, start_time: int | None = None) -> Tracker:
         """``start_time`` (ms): when the work began, for a run logged after its results were computed."""
@@ -105,10 +125,12 @@ class Tracker:
         run = client.create_run(experiment_id, start_time=start_time, tags=safe, run_name=redact_text(name))
         return cls(client, run.info.run_id)
 
+    @whole
     def log_params(self, params: Mapping[str, Any]) -> None:
         batch = [Param(k, redact_value(k, _text(v))[:PARAM_LIMIT]) for k, v in params.items()]
         self.client.log_batch(self.run_id, params=batch)
 
+    @whole
     def log_metrics(self, metrics: Mapping[str, float], tags: Mapping[str, str] | None = None,
                     step: int = 0, params: Mapping[str, Any] | None = None) -> None:
         """All metrics (and any tags known only now, and ``params``) in one call: one transaction of the store, as
@@ -123,6 +145,7 @@ class Tracker:
             values = []
         self.client.log_batch(self.run_id, metrics=batch, params=values, tags=extra)
 
+    @whole
     def log_dataset_fields(self, fields: Mapping[str, str], context: str) -> None:
         """A dataset input from :func:`dataset_fields` (saved with a job's results, so it can be logged later)."""
         entity = DatasetInput(Dataset(**fields), tags=[InputTag("mlflow.data.context", context)])
@@ -137,6 +160,7 @@ class Tracker:
                     raise
                 time.sleep(0.2 + random.random() * 0.5)
 
+    @whole
     def rename(self, run_id: str, name: str) -> None:
         """Give another run of this store a new name (masked)."""
         self.client.update_run(run_id, name=redact_text(name))
@@ -145,6 +169,7 @@ class Tracker:
         """The params the run holds already."""
         return dict(self.client.get_run(self.run_id).data.params)
 
+    @whole
     def copy_datasets(self, run_id: str) -> None:
         """The dataset inputs of another run (a sweep's parent shows its children's corpus)."""
         inputs = self.client.get_run(run_id).inputs
@@ -152,6 +177,7 @@ class Tracker:
         if entities:
             self.client.log_inputs(self.run_id, datasets=entities)
 
+    @whole
     def log_table(self, frame: pd.DataFrame, artifact_file: str) -> None:
         """An MLflow table. Logged again (a resumed sweep's parent), it replaces the old one: MLflow would append."""
         safe = redacted_frame(frame)
@@ -164,20 +190,24 @@ class Tracker:
             safe.to_json(path, orient="split", index=False, date_format="iso")  # MLflow's own table format
             self.client.log_artifact(self.run_id, str(path), folder)
 
+    @whole
     def log_text(self, text: str, artifact_file: str) -> None:
         """A text artifact, secrets masked."""
         self.client.log_text(self.run_id, redact_text(text) + "\n", artifact_file)
 
+    @whole
     def set_tags(self, tags: Mapping[str, str]) -> None:
         """Tags known only after the run was logged (a gate's verdict on a sweep's parent), masked."""
         self.client.log_batch(self.run_id, tags=[RunTag(k, redact_value(k, str(v))) for k, v in tags.items()])
 
+    @whole
     def log_files(self, paths: Iterable[Path], folder: str | None = None) -> None:
         """Files already written with secrets masked (see ``pipeline.job.results.write_results``), optionally into an
         artifact ``folder``."""
         for path in paths:
             self.client.log_artifact(self.run_id, str(path), folder)
 
+    @whole
     def finish(self, error: str | None = None, end_time: int | None = None) -> None:
         """End the run FINISHED, or FAILED with the reason as a tag: never leave it RUNNING.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 
 import pandas as pd
 import pytest
@@ -114,3 +115,23 @@ def test_the_config_digest_ignores_where_results_go():
     moved = {**base, "tracking": {"uri": "b"}, "study": "t", "tags": {"schedule": "nightly"}, "gate": {"x": 1}}
     assert config_digest(base) == config_digest(moved)
     assert config_digest(base) != config_digest({**base, "retriever": {"k1": 0.9}})
+
+
+def test_a_ctrl_c_during_a_store_write_acts_once_the_write_is_whole(store, monkeypatch):
+    """Every write of a run (a job's or a sweep's parent's) is whole: cut inside SQLite's transaction it would leave
+    the store locked by the process itself, which could then close none of its runs."""
+    _, _, client, experiment_id = store
+    tracker = Tracker.start(client, experiment_id, "parent", {})
+    write = client.log_batch
+
+    def interrupted(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)  # Ctrl-C arrives as the write begins
+        return write(*args, **kwargs)
+
+    monkeypatch.setattr(client, "log_batch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        tracker.log_metrics({"jobs/finished": 3.0})
+    monkeypatch.setattr(client, "log_batch", write)
+    assert client.get_run(tracker.run_id).data.metrics == {"jobs/finished": 3.0}
+    tracker.finish()
+    assert client.get_run(tracker.run_id).info.status == "FINISHED"
