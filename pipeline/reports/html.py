@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from pipeline.common.forking import second_core
+
 DPI = 110
 _RENDERED: weakref.WeakKeyDictionary[Figure, tuple[int, bytes]] = weakref.WeakKeyDictionary()  # dpi, PNG
 _STYLE = """
@@ -75,7 +77,7 @@ def render_pngs(figures: Sequence[Figure], dpi: int = DPI) -> list[bytes]:
     second core, a forked copy of this process draws every other one meanwhile (a copy that fails or is stopped
     leaves its share to be drawn here)."""
     todo = [f for f in dict.fromkeys(figures) if _RENDERED.get(f, (None,))[0] != dpi]
-    if len(todo) > 1 and hasattr(os, "fork") and (os.cpu_count() or 1) > 1:
+    if len(todo) > 1 and second_core():
         theirs = todo[1::2]
         with tempfile.TemporaryDirectory(prefix="rankscope-plots-") as tmp:
             pid = os.fork()
@@ -137,7 +139,7 @@ class Drawing:
         self.dpi, self.pid = dpi, 0
         for path in self.figures:  # a file left by an earlier attempt in this folder is never taken for this one
             path.unlink(missing_ok=True)
-        if len(self.figures) and hasattr(os, "fork") and (os.cpu_count() or 1) > 1:
+        if len(self.figures) and second_core():
             self.pid = os.fork()
             if self.pid == 0:  # the copy: write each file whole (a partial file is never seen), then leave at once
                 status = 1

@@ -26,18 +26,13 @@ from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 from typing import Any
 
+from pipeline.common.forking import second_core
+
 _CURRENT: StoreProcess | None = None
 
 
 class Gone(Exception):
     """The store process is not there any more (or failed unexpectedly): the job does the work itself."""
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def current() -> StoreProcess | None:
@@ -49,8 +44,7 @@ def start() -> StoreProcess | None:
     """Fork the store process (once), where it can help: ``os.fork`` exists and a second core is free to run it
     (on one core it would only add its imports to the job's). Set ``RANKSCOPE_STORE_PROCESS=0`` to log in-process."""
     global _CURRENT
-    if _CURRENT is not None or not hasattr(os, "fork") or cores() < 2 \
-            or os.environ.get("RANKSCOPE_STORE_PROCESS", "1") == "0":
+    if _CURRENT is not None or not second_core() or os.environ.get("RANKSCOPE_STORE_PROCESS", "1") == "0":
         return _CURRENT
     ours, theirs = Pipe()
     pid = os.fork()

@@ -14,13 +14,14 @@ import pytest
 from mlflow import MlflowClient
 
 from metrics.errors import InputError
+from pipeline.common.forking import second_core
 from pipeline.common.names import PER_QUESTION_TABLE, TAG_CONFIG_DIGEST, TAG_KIND
 from pipeline.tracking import background
 from pipeline.tracking.destination import Destination
 from pipeline.tracking.records import JobRecord, save_table
 from tests.pipeline.helpers import cli_env, job_runs, run_pipeline
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or background.cores() < 2,
+pytestmark = pytest.mark.skipif(not second_core(),
                                 reason="the store process runs only where it can fork onto a second core")
 
 
