@@ -10,7 +10,9 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Mapping
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -67,6 +69,34 @@ def redact_text(text: str) -> str:
     if not any(literal in folded for literal in _NEEDED):
         return text
     return _redact_all(text)
+
+
+_SEPARATOR = "\n"  # joins texts in redact_texts: in none of the literals, so no literal is found across two texts
+
+
+def redact_texts(texts: Sequence[str]) -> list[str]:
+    """``[redact_text(t) for t in texts]``, with :func:`redact_text`'s first test made once for all the texts.
+
+    A job's per-question table has thousands of text cells and almost none holds one of the literals
+    (:data:`_NEEDED`) every pattern needs; testing each cell for each literal was most of the time. Here the texts
+    are case-folded one by one (case folding maps each character on its own, so the joined folded text is the
+    folded texts joined), joined, and each literal is looked for with ``str.find`` over the whole: a literal holds
+    no separator, so each place it is found lies inside one text, and the texts it is found in are exactly the
+    texts redact_text would not return at once. Only those go through redact_text."""
+    texts = list(texts)
+    folded = [t.casefold() for t in texts]
+    starts = list(accumulate((len(f) + 1 for f in folded[:-1]), initial=0))  # where each text begins when joined
+    joined = _SEPARATOR.join(folded)
+    marked: set[int] = set()
+    for literal in _NEEDED:
+        at = joined.find(literal)
+        while at >= 0:
+            i = bisect_right(starts, at) - 1
+            marked.add(i)
+            at = joined.find(literal, starts[i + 1]) if i + 1 < len(starts) else -1  # this text is marked already
+    for i in marked:
+        texts[i] = _redact_all(texts[i])
+    return texts
 
 
 def _redact_all(text: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.common.redact import MASK, one_line, redact_text, redact_tree, redact_value
+from pipeline.common.redact import MASK, one_line, redact_text, redact_texts, redact_tree, redact_value
 
 
 @pytest.mark.parametrize("text, secret, kept", [
@@ -79,3 +79,20 @@ def test_the_quick_check_never_skips_text_a_pattern_would_change(text):
     from pipeline.common.redact import _redact_all
 
     assert redact_text(text) == _redact_all(text)
+
+
+SECRETS_AND_NOT = [
+    "http://alice:s3cret@h", "api_key=AbC123xyz and more", "token ghp_0123456789abcdefghijABCDEFGHIJ here",
+    "\u017fecret=abc", "to\u212aen=abc", "password:", " hunter2", "tok", "en=abc123", "https://", "u:p@h", "",
+    "line one\npassword=x\nline three", "what causes tokenization errors?", "plain question about BM25",
+    "Stra\u00dfe stra\u00dfe", "\u00df" * 40, "tokentokentoken", "api", "xoxb-0123456789", "retriever.HEADERS.x=abc",
+    "evidence: first result 123 shares 'high' (40%)", "\n", "sk-", "0123456789abcdefghijk",
+]
+
+
+@pytest.mark.parametrize("texts", [SECRETS_AND_NOT, SECRETS_AND_NOT[::-1], [], ["password=x"], ["plain"],
+                                   ["tok", "en=abc123"], ["api", "api_key=abc123"], ["", "api_key=abc123"],
+                                   ["plain"] * 50 + ["api_key=x"] + ["plain"] * 50])
+def test_redact_texts_is_redact_text_on_each(texts):
+    """The joined search marks exactly the texts holding a literal: one split over two texts is in neither."""
+    assert redact_texts(texts) == [redact_text(t) for t in texts]
