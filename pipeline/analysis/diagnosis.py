@@ -618,14 +618,18 @@ def shingles(tokens: Sequence[str], size: int) -> set[str]:
     return set(map("\x1f".join, zip(*(tokens[i:] for i in range(size)))))
 
 
-def _shingle_columns(tokenizer: Callable[[str], Sequence[str]], text: str, size: int) -> np.ndarray:
+def _shingle_columns(tokenizer: Callable[[str], Sequence[str]], text: str, size: int,
+                     vocabulary: dict[str, int] | None = None) -> np.ndarray:
     """A document's shingles as column numbers of a process-wide shingle vocabulary, remembered across the jobs
     of a process: a sweep's rankings share most of their top documents, and tokenising them (and numbering
-    their shingles) again for every sweep point was most of the diagnosis's time."""
+    their shingles) again for every sweep point was most of the diagnosis's time.
+
+    ``vocabulary``: where an unhashable tokenizer (nothing to key the memo by) numbers its shingles; the documents
+    compared with each other must share one."""
     try:
         return _remembered_columns(tokenizer, text, size)
-    except TypeError:  # an unhashable tokenizer: nothing to key the memo by
-        return _columns(shingles(list(tokenizer(text)), size), {})
+    except TypeError:
+        return _columns(shingles(list(tokenizer(text)), size), {} if vocabulary is None else vocabulary)
 
 
 _SHINGLE_VOCABULARY: dict[tuple[Callable[[str], Sequence[str]], int], dict[str, int]] = {}
@@ -648,14 +652,98 @@ def _columns(found: set[str], vocabulary: dict[str, int]) -> np.ndarray:
     return columns
 
 
+MEMO_PAIRS = 2**22  # pairs a _PairMemo keeps (16 bytes each) before it starts again
+
+
+class _PairMemo:
+    """The Jaccard similarity of every pair of texts measured so far (for one tokenizer and shingle size), and each
+    text's number and shingle count.
+
+    A sweep's rankings share most of their top documents, so most of a job's 12,000 pairs of top-10 places were
+    measured by an earlier job: looked up here (``searchsorted`` on sorted keys), only the new ones are measured.
+    A pair's similarity depends on nothing but the two texts, so a value found is the value measuring would give.
+    """
+
+    def __init__(self, columns: Callable[[str], np.ndarray]) -> None:
+        self.columns = columns  # a text's shingle columns
+        self.numbers: dict[str, int] = {}
+        self.texts: list[str] = []
+        self.sizes: list[int] = []
+        self.keys = np.zeros(0, dtype=np.int64)  # sorted: smaller number * 2**32 + larger number
+        self.values = np.zeros(0)
+
+    def number(self, texts: Sequence[str]) -> np.ndarray:
+        """Each text's number (a text seen for the first time is numbered and its shingles counted)."""
+        out = np.empty(len(texts), dtype=np.int64)
+        for i, text in enumerate(texts):
+            n = self.numbers.get(text)
+            if n is None:
+                n = self.numbers[text] = len(self.texts)
+                self.texts.append(text)
+                self.sizes.append(len(self.columns(text)))
+            out[i] = n
+        return out
+
+    def size(self, numbers: np.ndarray) -> np.ndarray:
+        """Shingles in each text, as the row sums of an incidence matrix give them (float)."""
+        return np.asarray(self.sizes, dtype=np.float64)[numbers] if len(numbers) else np.zeros(0)
+
+    def jaccard(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """The Jaccard similarity of the shingles of texts ``a[i]`` and ``b[i]``: remembered, or measured now."""
+        keys = np.minimum(a, b) * 2**32 + np.maximum(a, b)
+        wanted, back = np.unique(keys, return_inverse=True)
+        at = np.minimum(np.searchsorted(self.keys, wanted), max(len(self.keys) - 1, 0))
+        known = (self.keys[at] == wanted) if len(self.keys) else np.zeros(len(wanted), dtype=bool)
+        found = np.where(known, self.values[at] if len(self.keys) else 0.0, 0.0)
+        new = np.flatnonzero(~known)
+        if len(new):
+            found[new] = self._measure(wanted[new] // 2**32, wanted[new] % 2**32)
+            if len(self.keys) + len(new) > MEMO_PAIRS:
+                self.keys, self.values = np.zeros(0, dtype=np.int64), np.zeros(0)
+            where = np.searchsorted(self.keys, wanted[new])
+            self.keys, self.values = np.insert(self.keys, where, wanted[new]), np.insert(self.values, where, found[new])
+        return found[back.ravel()]
+
+    def _measure(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Jaccard of each pair of texts through a sparse (texts x shingles) incidence matrix, all pairs at once."""
+        used, local = np.unique(np.concatenate([lo, hi]), return_inverse=True)
+        sets = [self.columns(self.texts[t]) for t in used.tolist()]
+        cols = np.concatenate(sets) if sets else np.zeros(0, dtype=np.int64)
+        incidence = sp.csr_matrix(
+            (np.ones(len(cols)), (np.repeat(np.arange(len(sets)), [len(s) for s in sets]), cols)),
+            shape=(len(sets), int(cols.max()) + 1 if len(cols) else 0),
+        )
+        size = self.size(used)
+        llo, lhi = local[:len(lo)], local[len(lo):]
+        inter = np.asarray(incidence[llo].multiply(incidence[lhi]).sum(axis=1)).ravel()
+        union = size[llo] + size[lhi] - inter
+        return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+
+
+_PAIR_MEMOS: dict[tuple[Callable[[str], Sequence[str]], int], _PairMemo] = {}
+
+
+def _pair_memo(tokenizer: Callable[[str], Sequence[str]], size: int) -> _PairMemo:
+    """The process's memo for this tokenizer and shingle size; a fresh one (forgotten after the job) for an
+    unhashable tokenizer, its shingles numbered in a vocabulary of its own."""
+    try:
+        memo = _PAIR_MEMOS.get((tokenizer, size))
+    except TypeError:
+        vocabulary: dict[str, int] = {}
+        return _PairMemo(lambda text: _shingle_columns(tokenizer, text, size, vocabulary))
+    if memo is None:
+        memo = _PAIR_MEMOS[(tokenizer, size)] = _PairMemo(lambda text: _shingle_columns(tokenizer, text, size))
+    return memo
+
+
 def _duplicate_groups(
     run: Run, rows: np.ndarray, doc_text: Mapping[str, str], tokenizer: Callable[[str], Sequence[str]],
     settings: DiagnosisSettings,
 ) -> list[list[list[str]]]:
     """Near-identical documents in each question's top k, as groups of ids in rank order.
 
-    Vectorised over questions: every pair of top-k places is compared at once through a sparse
-    (documents x shingles) incidence matrix; only the flagged pairs are then grouped in Python.
+    Vectorised over questions: every pair of top-k places is compared at once, each pair of texts measured once
+    (:class:`_PairMemo`, across the jobs of a process); only the flagged pairs are then grouped in Python.
     """
     out: list[list[list[str]]] = [[] for _ in rows]
     k = min(settings.duplicate_top_k, run.depth)
@@ -666,30 +754,20 @@ def _duplicate_groups(
     used = np.unique(top[top != PAD])
     codes = np.full(len(run.doc_ids), -1, dtype=np.int64)
     codes[used] = np.arange(len(used))
-    sets = [_shingle_columns(tokenizer, doc_text.get(str(run.doc_ids[d]), ""), settings.shingle_size) for d in used]
-    cols = np.concatenate(sets) if sets else np.zeros(0, dtype=np.int64)
-    incidence = sp.csr_matrix(
-        (np.ones(len(cols)), (np.repeat(np.arange(len(sets)), [len(s) for s in sets]), cols)),
-        shape=(len(sets), int(cols.max()) + 1 if len(cols) else 0),
-    )
-    size = np.asarray(incidence.sum(axis=1)).ravel()
+    memo = _pair_memo(tokenizer, settings.shingle_size)
+    numbers = memo.number([doc_text.get(str(run.doc_ids[d]), "") for d in used])
+    size = memo.size(numbers)
     i, j = np.triu_indices(k, 1)
     a, b = top[:, i], top[:, j]
     valid = (a != PAD) & (b != PAD)
     q_of, pair = np.nonzero(valid)
     ca, cb = codes[a[q_of, pair]], codes[b[q_of, pair]]
     # Jaccard <= smaller size / larger size: a pair whose sizes differ more than that cannot reach the threshold.
-    # Each possible pair of documents is then measured once, however many questions' top k hold it.
     small, large = np.minimum(size[ca], size[cb]), np.maximum(size[ca], size[cb])
     ratio = np.divide(small, large, out=np.zeros_like(small), where=large > 0)
     possible = np.flatnonzero(ratio >= settings.duplicate_threshold)
-    lo, hi = np.minimum(ca[possible], cb[possible]), np.maximum(ca[possible], cb[possible])
-    measured, back = np.unique(lo * len(used) + hi, return_inverse=True)
-    mlo, mhi = measured // len(used), measured % len(used)
-    inter = np.asarray(incidence[mlo].multiply(incidence[mhi]).sum(axis=1)).ravel()
-    union = size[mlo] + size[mhi] - inter
     jaccard = np.zeros(len(ca))
-    jaccard[possible] = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)[back.ravel()]
+    jaccard[possible] = memo.jaccard(numbers[ca[possible]], numbers[cb[possible]])
     hit = np.flatnonzero(jaccard >= settings.duplicate_threshold)
     for q in np.unique(q_of[hit]):
         pairs = [(int(i[pair[h]]), int(j[pair[h]])) for h in hit[q_of[hit] == q]]

@@ -9,6 +9,7 @@ job's folder (and logged as the run's ``plots/*.png``). The rules themselves liv
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -42,7 +43,7 @@ class JobDiagnosis:
     system: str
     table: pd.DataFrame
     settings: DiagnosisSettings
-    figures: dict[str, Figure]  # artifact stem ('ndcg_at_10_histogram') -> figure
+    figures: dict[str, Figure | Callable[[], Figure]]  # artifact stem ('ndcg_at_10_histogram') -> figure, or its maker
     text_file: Path | None = None  # where write() put the whole section
 
     @cached_property
@@ -94,9 +95,9 @@ def diagnose_job(result: JobResult, plan: JobPlan, documents: Documents | None =
     add_columns(result.table, table)
     result.extra_metrics.update(failure_metrics(table))
     metric = plan.histogram_metric
-    figures = {
-        f"{parse_metric(metric).mlflow_key}_histogram": metric_histogram(result.evaluation.per_question[metric], metric,
-                                                                         result.system),
-        "failure_classes": failure_bars(failure_counts(table), result.system, len(table)),
+    figures: dict[str, Callable[[], Figure]] = {  # made by the copy that draws them (pipeline.reports.html.Drawing)
+        f"{parse_metric(metric).mlflow_key}_histogram": functools.partial(
+            metric_histogram, result.evaluation.per_question[metric].copy(), metric, result.system),
+        "failure_classes": functools.partial(failure_bars, failure_counts(table), result.system, len(table)),
     }
     return JobDiagnosis(result.system, table, settings, figures)

@@ -15,7 +15,7 @@ import re
 import signal
 import tempfile
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -130,9 +130,14 @@ def save_figures(figures: Mapping[str, Figure], directory: str | Path, dpi: int 
 class Drawing:
     """Figures being saved as ``<directory>/<name>.png`` by a forked copy of this process while this one goes on
     (a job writes its other files meanwhile); :meth:`finish` waits for them, and draws here whatever the copy did not
-    write. Where there is no second core (or no ``fork``), the figures are drawn at once."""
+    write. Where there is no second core (or no ``fork``), the figures are drawn at once.
 
-    def __init__(self, figures: Mapping[str, Figure], directory: str | Path, dpi: int = DPI) -> None:
+    A figure may be given as the function that makes it (no argument): the copy then builds it as well as drawing
+    it, so building it (tens of milliseconds of matplotlib for a job's two plots) leaves this process's path too.
+    The same function makes the same figure here, if the copy fails."""
+
+    def __init__(self, figures: Mapping[str, Figure | Callable[[], Figure]], directory: str | Path,
+                 dpi: int = DPI) -> None:
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         self.figures = {folder / figure_filename(name): fig for name, fig in figures.items()}
@@ -146,7 +151,7 @@ class Drawing:
                 try:
                     for path, fig in self.figures.items():
                         part = path.with_name(path.name + ".part")
-                        part.write_bytes(_draw(fig, dpi))
+                        part.write_bytes(_draw(_built(fig), dpi))
                         os.replace(part, path)
                     status = 0
                 finally:
@@ -161,8 +166,13 @@ class Drawing:
             os.waitpid(pid, 0)
         for path, fig in self.figures.items():
             if not path.is_file():
-                path.write_bytes(figure_png(fig, self.dpi))
+                path.write_bytes(figure_png(_built(fig), self.dpi))
         return list(self.figures)
+
+
+def _built(figure: Figure | Callable[[], Figure]) -> Figure:
+    """A figure, made now if it was given as the function that makes it."""
+    return figure if isinstance(figure, Figure) else figure()
 
 
 def render_html(title: str, sections: Sequence[Section], meta: Mapping[str, str] | None = None,

@@ -21,7 +21,7 @@ import pandas as pd
 
 from pipeline.common.interrupts import deferred
 from pipeline.common.names import TAG_ERROR
-from pipeline.common.redact import redact_text, redact_value
+from pipeline.common.redact import redact_text, redact_texts, redact_value
 from pipeline.tracking.client import (
     MLFLOW_PARENT_RUN_ID,
     Dataset,
@@ -225,11 +225,18 @@ class Tracker:
 
 
 def redacted_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy with every text cell redacted (questions and ids could carry a token pasted by mistake)."""
+    """A copy with every text cell redacted (questions and ids could carry a token pasted by mistake).
+
+    Each text column's cells go through :func:`redact_texts` together (one search for its literals over the column);
+    the column is rebuilt from a list as before, so its type is what it always was."""
     safe = frame.copy()
     for column in safe.columns:
         if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
-            safe[column] = [redact_text(v) if isinstance(v, str) else v for v in safe[column]]
+            values = safe[column].to_numpy(dtype=object).tolist()  # the cells iterating gives, without a loop
+            where = [i for i, v in enumerate(values) if isinstance(v, str)]
+            for i, text in zip(where, redact_texts([values[i] for i in where])):
+                values[i] = text
+            safe[column] = values
     return safe
 
 

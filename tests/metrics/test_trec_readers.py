@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metrics import Qrels, Run, evaluate
+from metrics import Qrels, Run, evaluate, trec
 from metrics.errors import InputError
-from metrics.trec import read_trec_qrels, read_trec_run, write_trec_run
+from metrics.run import PAD
+from metrics.trec import read_trec_qrels, read_trec_run, trec_lines, write_trec_run, written_scores
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -167,3 +168,60 @@ def test_trec_eval_scores_a_written_run_as_rankscope_scored_it_in_memory(tmp_pat
     raw = pytrec_eval.RelevanceEvaluator(judgments, set(measures)).evaluate(
         {q: dict(r) for q, r in rankings.items()})
     assert any(raw[q][t] != theirs[q][t] for q in ours.index for t in measures)
+
+
+def reference_run_text(run: Run, tag: str | None = None) -> str:
+    """The run file as it was written line by line before the writer was vectorised: the bytes to keep."""
+    tag = tag or run.name
+    scores = written_scores(run.scores)
+    return "".join(f"{qid} Q0 {run.doc_ids[run.docs[i, j]]} {j + 1} {float(scores[i, j])!r} {tag}\n"
+                   for i, qid in enumerate(run.query_ids) for j in range(int(run.lengths[i])))
+
+
+def odd_runs() -> dict[str, Run]:
+    """Runs a vectorised writer could get wrong: ties, padded rows, questions with no result, no question at all,
+    ids with odd characters or of other types, scores whose repr is exponent-shaped or long."""
+    rng = np.random.default_rng(11)
+    wide = {f"q{q}": [(f"d{d}", float(s)) for d, s in zip(rng.choice(500, size=n, replace=False),
+                                                             np.sort(rng.normal(5, 3, size=n))[::-1])]
+            for q, n in enumerate(rng.integers(0, 60, size=40))}
+    return {
+        "ties and padding": Run.from_rankings({"q": [("a", 2.0), ("b", 2.0), ("c", 2.0)], "r": [("a", 1.0)],
+                                               "s": [("c", 0.5), ("a", 0.5)]}),
+        "shapes of floats": Run.from_rankings({"q": [("a", 1e16), ("b", 123456789.125), ("c", 1 / 3), ("d", 1e-5),
+                                                     ("e", 5e-324), ("f", 0.0), ("g", -0.0), ("h", -2.5e-7),
+                                                     ("i", -1e300)]}),
+        "odd ids": Run.from_rankings({"é\u00a0x": [("doc#1", 3.0), ("{d}", 2.0), ("ü—ß", 1.0)], "%s": [("🙂", 1.0)]}),
+        "no result for some": Run(np.array(["a", "b", "c", "d"], dtype=object), np.array(["x", "y"], dtype=object),
+                                  np.array([[PAD, PAD], [0, 1], [PAD, PAD], [1, PAD]]),
+                                  np.array([[np.nan, np.nan], [2.0, 1.0], [np.nan, np.nan], [4.0, np.nan]])),
+        "no result at all": Run(np.array(["a"], dtype=object), np.array([], dtype=object), np.full((1, 3), PAD),
+                                np.full((1, 3), np.nan)),
+        "no question": Run.from_rankings({}),
+        "ids not text": Run(np.array([7, 8.5], dtype=object), np.array([1, np.int64(2)], dtype=object),
+                            np.array([[0, 1], [1, PAD]]), np.array([[2.0, 1.0], [3.0, np.nan]])),
+        "many questions": Run.from_rankings(wide, name="wide"),
+    }
+
+
+@pytest.mark.parametrize("lines_per_block", [1, 7, 50_000])
+@pytest.mark.parametrize("case", list(odd_runs()))
+def test_the_run_file_is_byte_for_byte_what_one_f_string_per_line_wrote(tmp_path, monkeypatch, case, lines_per_block):
+    """Small blocks put block edges everywhere, after questions without results too."""
+    monkeypatch.setattr(trec, "LINES_PER_BLOCK", lines_per_block)
+    run = odd_runs()[case]
+    for tag in (None, "my_tag"):
+        path = write_trec_run(run, tmp_path / "run.trec", tag)
+        assert path.read_bytes() == reference_run_text(run, tag).encode("utf-8")
+        assert "".join(f"{line}\n" for line in trec_lines(run, tag)) == reference_run_text(run, tag)
+
+
+def test_a_sweep_sized_run_file_is_byte_for_byte_what_one_f_string_per_line_wrote(tmp_path):
+    """300 questions x 100 documents with scores from a few values (long runs of ties, nudged below each other)."""
+    rng = np.random.default_rng(3)
+    docs = np.array([f"{i:05d}" for i in range(5000)], dtype=object)
+    rankings = {f"q{q}": list(zip(rng.choice(docs, size=100, replace=False).tolist(),
+                                  np.sort(rng.choice([12.5, 7.0, 7.0 + 1e-9, 3.25, 1 / 7], size=100))[::-1].tolist()))
+                for q in range(300)}
+    run = Run.from_rankings(rankings)
+    assert write_trec_run(run, tmp_path / "run.trec", "bm25").read_bytes() == reference_run_text(run, "bm25").encode()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.common.redact import MASK, one_line, redact_text, redact_tree, redact_value
+from pipeline.common.redact import MASK, one_line, redact_text, redact_texts, redact_tree, redact_value
 
 
 @pytest.mark.parametrize("text, secret, kept", [
@@ -73,9 +73,45 @@ def test_a_multi_line_error_becomes_one_line_with_its_cause():
     "PassWord=hunter2", "pwd=x", "BASIC abcdefghijklmnop", "sk-0123456789abcdefghijk", "AKIA0123456789ABCDEF",
     "xoxb-0123456789", "hf_0123456789abcdefghijk", "glpat-0123456789abcdefghijk", "credentials: abc",
     "\u017fecret=abc", "to\u212aen=abc", "retriever.HEADERS.x=abc",
+    "see github_pat_11ABCDEFQ0xyzXYZ1234567890_ABCDEFZZZZZ", "credent\u0130al=abc", "credent\u0131al=abc",
+    "?s\u0130gnature=abc", "\u0130\u0131 plain \u0307",
     "what causes tokenization errors?", "plain question about BM25", "",
 ])
 def test_the_quick_check_never_skips_text_a_pattern_would_change(text):
     from pipeline.common.redact import _redact_all
 
     assert redact_text(text) == _redact_all(text)
+
+
+SECRETS_AND_NOT = [
+    "http://alice:s3cret@h", "api_key=AbC123xyz and more", "token ghp_0123456789abcdefghijABCDEFGHIJ here",
+    "\u017fecret=abc", "to\u212aen=abc", "password:", " hunter2", "tok", "en=abc123", "https://", "u:p@h", "",
+    "line one\npassword=x\nline three", "what causes tokenization errors?", "plain question about BM25",
+    "Stra\u00dfe stra\u00dfe", "\u00df" * 40, "tokentokentoken", "api", "xoxb-0123456789", "retriever.HEADERS.x=abc",
+    "evidence: first result 123 shares 'high' (40%)", "\n", "sk-", "0123456789abcdefghijk", "credent\u0130al=abc",
+    "\u0130\u0130 api_key=abc", "github_pat_11ABCDEFQ0xyzXYZ1234567890_ABCDEFZZZZZ",
+]
+
+
+@pytest.mark.parametrize("texts", [SECRETS_AND_NOT, SECRETS_AND_NOT[::-1], [], ["password=x"], ["plain"],
+                                   ["tok", "en=abc123"], ["api", "api_key=abc123"], ["", "api_key=abc123"],
+                                   ["plain"] * 50 + ["api_key=x"] + ["plain"] * 50])
+def test_redact_texts_is_redact_text_on_each(texts):
+    """The joined search marks exactly the texts holding a literal: one split over two texts is in neither."""
+    assert redact_texts(texts) == [redact_text(t) for t in texts]
+
+
+def test_every_character_ignorecase_takes_for_a_letter_folds_to_that_letter():
+    """The quick check looks for the literals in the folded text: a character the patterns (IGNORECASE) read as an
+    ASCII letter must fold to it ('ſ', the Kelvin sign, 'İ', 'ı'), or a key spelt with it would skip redaction."""
+    import re
+    import string
+
+    from pipeline.common.redact import _fold
+
+    everything = "".join(map(chr, range(0x80, 0x110000)))
+    readers = [m.group() for m in re.finditer("[a-z]", everything, re.IGNORECASE)]
+    assert len(readers) >= 4
+    for c in readers:
+        letters = [x for x in string.ascii_lowercase if re.fullmatch(x, c, re.IGNORECASE)]
+        assert letters and all(x in _fold(c) for x in letters), c

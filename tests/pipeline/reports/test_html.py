@@ -8,6 +8,7 @@ import os
 from html.parser import HTMLParser
 
 import pandas as pd
+import pytest
 
 from pipeline.reports import html, plots
 from pipeline.reports.html import (
@@ -154,3 +155,20 @@ def test_when_the_background_copy_fails_this_process_draws_the_figures(tmp_path,
     (tmp_path / "f0.png").write_bytes(b"an earlier attempt's file")
     written = Drawing({"f0": means_figures(1)[0]}, tmp_path).finish()
     assert written[0].read_bytes() == html._draw(means_figures(1)[0], html.DPI)
+
+
+@pytest.mark.parametrize("copy_fails", [False, True])
+def test_figures_given_as_their_makers_are_the_files_the_figures_give(tmp_path, monkeypatch, copy_fails):
+    """A job hands its plots over as functions: the forked copy builds and draws them (or, when it fails, this
+    process does), byte for byte the files the built figures give."""
+    parent = os.getpid()
+    if copy_fails:
+        monkeypatch.setattr(html, "_draw", lambda f, dpi, real=html._draw: real(f, dpi) if os.getpid() == parent
+                            else os._exit(3))
+    made = []
+    makers = {f"f{i}": (lambda i=i: made.append(i) or means_figures(2)[i]) for i in range(2)}
+    written = Drawing(makers, tmp_path / "lazy").finish()
+    saved = save_figures({f"f{i}": fig for i, fig in enumerate(means_figures(2))}, tmp_path / "built")
+    assert [p.read_bytes() for p in written] == [p.read_bytes() for p in saved]
+    forked = hasattr(os, "fork") and (os.cpu_count() or 1) > 1
+    assert made == ([] if forked and not copy_fails else [0, 1])  # built in the copy, unless it failed

@@ -6,15 +6,17 @@ import json
 import shutil
 import signal
 
+import numpy as np
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
 from pipeline.common.names import PER_QUESTION_TABLE, TAG_CODE_VERSION, TAG_CONFIG_DIGEST, TAG_CORPUS_DIGEST, TAG_KIND
+from pipeline.common.redact import redact_text
 from pipeline.config.plan import config_digest
 from pipeline.sync import main as sync_main
 from pipeline.tracking.records import JobRecord, pending_records, publish, read_table, save_table
-from pipeline.tracking.runs import Tracker
+from pipeline.tracking.runs import Tracker, redacted_frame
 from pipeline.tracking.store import Store, StoreUnavailable
 
 
@@ -135,3 +137,38 @@ def test_a_ctrl_c_during_a_store_write_acts_once_the_write_is_whole(store, monke
     assert client.get_run(tracker.run_id).data.metrics == {"jobs/finished": 3.0}
     tracker.finish()
     assert client.get_run(tracker.run_id).info.status == "FINISHED"
+
+
+def reference_redacted(frame: pd.DataFrame) -> pd.DataFrame:
+    """redacted_frame as it was: redact_text on each text cell, one at a time."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
+            safe[column] = [redact_text(v) if isinstance(v, str) else v for v in safe[column]]
+    return safe
+
+
+def test_the_saved_table_is_byte_for_byte_what_redacting_cell_by_cell_saved(tmp_path):
+    """Secrets in any cell of any kind of text column (object, str, string, category; missing values of each
+    kind), next to cells that need nothing, text columns with nothing to mask (their type changes all the same),
+    and columns redaction never reads."""
+    cells = ["plain", "api_key=abc123", None, "tok", "en=abc123", "http://u:pw@h/x", "high through",
+             "line\npassword: hunter2", "", "ghp_0123456789abcdefghijABCDEFGHIJ"]
+    frame = pd.DataFrame({
+        "object": pd.Series(cells, dtype=object),
+        "str": pd.Series(cells, dtype="str"),
+        "string": pd.Series(cells, dtype="string"),
+        "category": pd.Series(cells, dtype="category"),
+        "mixed": pd.Series([1, "token=abc123", 2.5, None, np.nan, True, "x", pd.NA, "y", "z"], dtype=object),
+        "plain object": pd.Series(["a", "b"] * 5, dtype=object),  # nothing to mask: still rebuilt, as str
+        "plain category": pd.Series(["a", "b"] * 5, dtype="category"),
+        "number": np.arange(10.0),
+        "rank": pd.array([1, None] * 5, dtype="Int64"),
+    })
+    new, old = redacted_frame(frame), reference_redacted(frame)
+    assert (new.dtypes == old.dtypes).all() and new.equals(old)
+    assert "hunter2" not in new.to_json() and "api_key=***" in new.to_json() and "token=***" in new.to_json()
+    dtypes = save_table(frame, tmp_path / "new.json")
+    old.to_json(tmp_path / "old.json", orient="split", index=False, date_format="iso")
+    assert (tmp_path / "new.json").read_bytes() == (tmp_path / "old.json").read_bytes()
+    assert dtypes == {str(k): str(v) for k, v in old.dtypes.items()}
