@@ -18,10 +18,11 @@ worker receives the loader), it carries no cache: the worker composes its job it
 A job whose overrides differ from a composed job's only in the values of plain ``key=value`` overrides (a sweep
 over ``retriever.k1``) is not composed either: its config is a copy of that job's with the new values set as
 Hydra sets them (``OmegaConf.update`` of the parsed value, then ``hydra.overrides.task`` and
-``hydra.job.override_dirname``), ~5 ms instead of ~70-250 ms. Hydra composes the defaults tree before it applies
-such overrides, so the two compositions differ only there. Anything else (a config group, ``+``/``~``, a
-``hydra.`` key, a list or dict value, a key not in the config, overlapping keys, an error) is composed
-normally, so a bad value gets Hydra's own error. Counters: ``composed``, ``derived``, ``reused``.
+``hydra.job.override_dirname``): the 36 requests of a 12-point ``k1``/``b`` sweep take ~0.9 s of CPU instead of
+~3 s. Hydra composes the defaults tree before it applies such overrides, so the two compositions differ only
+there. Anything else (a config group, ``+``/``~``, a ``hydra.`` key, a list or dict value, a key not in the
+config, overlapping keys, an error) is composed normally, so a bad value gets Hydra's own error. Counters:
+``composed``, ``derived``, ``reused``.
 
 2. Each job's overrides, as the basic sweeper will split a sweep into jobs (:func:`job_override_lists`), so the
 driver can check every job's config before any starts.
