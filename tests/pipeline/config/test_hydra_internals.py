@@ -1,13 +1,16 @@
 """A sweep composes each job's config once in the driver, though validation, Hydra's sweeper and its launcher
-all ask for it: the later requests get independent copies equal to a fresh composition."""
+all ask for it: the later requests get independent copies equal to a fresh composition. A job that changes only
+values of plain overrides is not composed at all: its config, built from another job's, equals Hydra's."""
 
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
+import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
-from omegaconf import OmegaConf, open_dict
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 import pipeline.app
 from pipeline.config.hydra_internals import ComposedConfigs, compose_normally, compose_once
@@ -33,12 +36,125 @@ def test_validation_sweeper_and_launcher_share_one_composition_per_job():
             with open_dict(config):
                 config.hydra.job.num = number
             launched.append(config)
-        assert len(jobs) == 4 and memo.composed == 4 and memo.reused == 8
+        assert len(jobs) == 4 and (memo.composed, memo.derived, memo.reused) == (1, 3, 8)  # 3: values only
         for number, (config, expected) in enumerate(zip(launched, fresh, strict=True)):
             with open_dict(expected):
                 expected.hydra.job.num = number
             assert OmegaConf.to_container(config) == OmegaConf.to_container(expected)
         assert [c.retriever.k1 for c in launched] == [0.9, 0.9, 1.2, 1.2] and launched[0].hydra.job.num == 0
-        assert isinstance(pickle.loads(pickle.dumps(loader)).load_sweep_config, ComposedConfigs)
+        unpickled = pickle.loads(pickle.dumps(loader)).load_sweep_config  # a joblib worker composes its own
+        assert isinstance(unpickled, ComposedConfigs) and not unpickled._cache and not unpickled._bases
         compose_normally(loader)
         assert not isinstance(loader.load_sweep_config, ComposedConfigs)
+
+
+def described(node: Any) -> Any:
+    """A config node's values, their node and Python types, and its struct and readonly flags, all the way down."""
+    flags = (type(node).__name__, OmegaConf.is_struct(node), OmegaConf.is_readonly(node))
+    if isinstance(node, DictConfig) and not (node._is_none() or node._is_missing() or node._is_interpolation()):
+        return flags, node._metadata.object_type, {key: described(node._get_node(key)) for key in node}
+    if isinstance(node, ListConfig) and not (node._is_none() or node._is_missing() or node._is_interpolation()):
+        return flags, [described(node._get_node(index)) for index in range(len(node))]
+    return flags, type(node._value()).__name__, node._value()
+
+
+def through_memo(sweep: list[str], master_overrides: tuple[str, ...] = ()) -> tuple[ComposedConfigs, int]:
+    """Each job of ``sweep`` through the memo, checked against Hydra's own composition; the memo and job count."""
+    with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
+        master = compose("config", overrides=list(master_overrides), return_hydra_config=True)
+        loader = GlobalHydra.instance().config_loader()
+        jobs = job_override_lists(master, sweep)
+        fresh = [loader.load_sweep_config(master, list(job)) for job in jobs]
+        memo = compose_once(loader)
+        try:
+            for _ in range(2):  # composed or derived, then reused
+                for job, expected in zip(jobs, fresh, strict=True):
+                    config = loader.load_sweep_config(master, list(job))
+                    assert OmegaConf.to_container(config, resolve=False) == OmegaConf.to_container(
+                        expected, resolve=False)
+                    assert described(config) == described(expected)
+                    assert OmegaConf.get_cache(config) == OmegaConf.get_cache(expected)
+                    assert config is not expected and config.hydra.overrides.task == job
+        finally:
+            compose_normally(loader)
+        assert memo.reused == len(jobs) and memo.composed + memo.derived == len(jobs)
+        return memo, len(jobs)
+
+
+@pytest.mark.parametrize("sweep", [
+    ["corpus=scifact", "metrics=beir", "retriever.k1=0.6,0.9,1.2,1.5", "retriever.b=0.3,0.6,0.75"],
+    ["retriever.k1=1,0.9,null,abc,true", "corpus=cranfield"],  # int, float, None, str, bool into an untyped node
+    ["metrics.bootstrap.confidence=0.9,1", "metrics.level=1,2", "metrics.gain=linear,exponential"],  # typed
+    ["study=null,first", "quiet=false,true", "depth=100,5", "diagnosis.late_limit=20,30"],
+    ["retriever=lsa", "retriever.dims=null,3", "retriever.name='a b',x"],
+    ["+tags.owner=me", "retriever.k1=0.9,1.2"],  # a + override that stays the same
+])
+def test_a_value_sweep_is_composed_once_and_derived_configs_equal_hydras(sweep):
+    memo, jobs = through_memo(sweep)
+    assert (memo.composed, memo.derived) == (1, jobs - 1) and jobs > 1
+
+
+def test_derived_configs_name_their_folder_as_hydra_does():
+    memo, _ = through_memo(["corpus=scifact", "retriever.k1=0.6,0.9", "retriever.b=0.3,0.75"],
+                              ("hydra.job.config.override_dirname.kv_sep=:",
+                               "hydra.job.config.override_dirname.item_sep=_",
+                               "hydra.job.config.override_dirname.exclude_keys=[retriever.b]"))
+    assert (memo.composed, memo.derived) == (1, 3)
+
+
+def test_a_group_sweep_is_composed_for_each_group_and_derived_for_each_value():
+    memo, jobs = through_memo(["retriever=bm25,lsa", "retriever.name=A,B,C"])
+    assert jobs == 6 and (memo.composed, memo.derived) == (2, 4)
+    memo, jobs = through_memo(["corpus=helpdesk,cranfield", "retriever=bm25,weighted"])
+    assert jobs == 4 and (memo.composed, memo.derived) == (4, 0)
+
+
+@pytest.mark.parametrize("sweep", [
+    ["retriever.k1=0.6,0.9", "retriever={k1:2.0}"],  # a later override of the same key wins
+    ["+tags.owner=me,you"],  # +: adds a key
+    ["metrics.k=[10],[5]"],  # a list value
+    ["retriever.k1=0.6,0.9", "retriever.k1=1.0"],  # twice the same key
+    ["retriever.k1=0.6,0.9", "++retriever.k1.x=1"],  # nested under a swept key (the scalar becomes a dict)
+])
+def test_overrides_other_than_plain_values_are_composed(sweep):
+    memo, jobs = through_memo(sweep)
+    assert (memo.composed, memo.derived) == (jobs, 0)
+
+
+def test_a_change_of_a_hydra_key_is_composed():
+    with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
+        master = compose("config", return_hydra_config=True)
+        loader = GlobalHydra.instance().config_loader()
+        jobs = [["retriever.k1=1", f"hydra.job.name={name}"] for name in ("a", "b")]
+        fresh = [loader.load_sweep_config(master, job) for job in jobs]
+        memo = compose_once(loader)
+        configs = [loader.load_sweep_config(master, job) for job in jobs]
+        compose_normally(loader)
+        assert (memo.composed, memo.derived) == (2, 0)
+        assert [OmegaConf.to_container(c) for c in configs] == [OmegaConf.to_container(c) for c in fresh]
+        assert configs[1].hydra.job.name == "b" and list(configs[1].hydra.overrides.hydra) == ["hydra.job.name=b"]
+
+
+@pytest.mark.parametrize("bad", [
+    "diagnosis.late_limit=three",  # an int field
+    "metrics.bootstrap.confidence=high",  # a float field
+    "metrics.gain=cubic",  # not a member of the enum
+    "quiet=maybe",  # a bool field
+    "depth=null",  # not optional
+    "metrics.level=1.5",
+])
+def test_a_value_hydra_rejects_gets_hydras_error(bad):
+    with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
+        master = compose("config", return_hydra_config=True)
+        loader = GlobalHydra.instance().config_loader()
+        key = bad.partition("=")[0]
+        good = f"{key}={OmegaConf.select(master, key).name if key == 'metrics.gain' else OmegaConf.select(master, key)}"
+        with pytest.raises(Exception) as hydras:
+            loader.load_sweep_config(master, ["corpus=scifact", bad])
+        memo = compose_once(loader)
+        loader.load_sweep_config(master, ["corpus=scifact", good])
+        with pytest.raises(type(hydras.value)) as ours:
+            loader.load_sweep_config(master, ["corpus=scifact", bad])
+        compose_normally(loader)
+        assert str(ours.value) == str(hydras.value) and type(ours.value.__cause__) is type(hydras.value.__cause__)
+        assert (memo.composed, memo.derived) == (1, 0)
