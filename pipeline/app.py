@@ -25,7 +25,6 @@ from pipeline.common.names import MULTIRUN_CONFIG, PROG, TAG_KIND
 from pipeline.common.redact import mask_yaml_file, one_line, redact_log_records, redact_std_streams
 from pipeline.config import schema
 from pipeline.config.paths import CONF_DIR
-from pipeline.job import overlap
 from pipeline.job.context import JobContext, config_tags
 from pipeline.job.run import JobFailed, execute_job
 from pipeline.sweep.tuning import is_tuning, objective, trial_line
@@ -110,7 +109,6 @@ def interrupted(exc: KeyboardInterrupt) -> None:
     """One line: what was saved and how to go on; then exit 130 (Ctrl-C) or 143 (SIGTERM). The sweep's exit
     handler closes its runs FAILED after this; a second Ctrl-C no longer interrupts that."""
     interrupts.shielded()
-    overlap.wait()  # a job's tail still being written by a copy: its folder is whole before it is counted
     code, word = interrupts.status(exc)
     print(f"{PROG}: stopped by {word}: {saved()}", file=sys.stderr, flush=True)
     sys.exit(code)

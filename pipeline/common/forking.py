@@ -1,6 +1,6 @@
 """Whether work can be handed to a forked copy of the process: ``os.fork`` exists and a second core is there to run
-it (on one core a copy only adds its work to the process's). Used by the plots drawn beside a job, a sweep job's
-tail written while the next job computes, and the store process of a single run."""
+it (on one core a copy only adds its work to the process's). Used by the plots drawn beside a job and by the store
+process of a single run."""
 
 from __future__ import annotations
 

@@ -44,7 +44,6 @@ from pipeline.common.names import (
 )
 from pipeline.common.redact import redact_text
 from pipeline.config.plan import JobPlan, config_digest, run_params
-from pipeline.job import overlap
 from pipeline.job.chunked import rank_in_chunks
 from pipeline.job.context import (
     JobContext,
@@ -64,7 +63,6 @@ if TYPE_CHECKING:
     from metrics.run import Run
     from pipeline.data.collection import Collection
     from retrievers import Retriever
-    from retrievers.base import Documents
 
 TIMED = ("load", "index", "rank", "evaluate", "bootstrap")  # logged as time/<stage>_s
 MAX_TAG = 8000  # characters MLflow keeps in a tag's value (notes.txt holds the notes in full)
@@ -89,7 +87,6 @@ def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = 
 
     Raises :class:`JobFailed` for a single run that fails on bad input (a sweep's job records it and goes on).
     """
-    overlap.settle()  # the previous job's tail, written meanwhile by a copy, is logged first
     job = Job(cfg, ctx, tags)
     try:
         plan = job.check()
@@ -100,13 +97,8 @@ def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = 
         retriever = job.index(plan, collection)
         run = job.rank(plan, retriever, collection)
         result = job.evaluate(plan, collection, retriever, run)
-        documents = job.reuse.documents(collection)
-        if job.overlaps(report):  # diagnosis, files and plots by a copy, while the next job computes
-            overlap.hand_off(lambda: job.tail(plan, result, documents)[1].encode(),
-                             lambda sent: job.after_tail(sent, plan, result, documents, report))
-            return JobOutcome(None, result)
-        record, text = job.tail(plan, result, documents)
-        overlap.warmed()
+        diagnosis = diagnose_job(result, plan, job.reuse.documents(collection))
+        record, text = job.write(plan, result, diagnosis)
     except InputError as exc:
         return job.failed(str(exc))
     except Exception as exc:  # a bug: record the failure, then let it show its traceback
@@ -203,33 +195,6 @@ class Job:
         reused = {CACHE_PREFIX + name: count for name, count in self.reuse.counters().items()}
         return JobResult.of(self.system, collection, retriever, run, evaluation, plan.metrics, intervals,
                             self.seconds, reused)
-
-    def tail(self, plan: JobPlan, result: JobResult, documents: Documents | None) -> tuple[JobRecord, str]:
-        """Diagnose, then write the job's folder: its record (saved) and the text it prints."""
-        return self.write(plan, result, diagnose_job(result, plan, documents))
-
-    def overlaps(self, report: bool) -> bool:
-        """A sweep's job on the basic launcher (not a tuning trial) hands its tail to a copy (:mod:`overlap`)."""
-        return (self.handle is not None and report and self.ctx.choices.get("hydra/launcher", "basic") == "basic"
-                and overlap.ready())
-
-    def after_tail(self, sent: bytes | None, plan: JobPlan, result: JobResult, documents: Documents | None,
-                   report: bool) -> None:
-        """Log the tail a copy wrote (``sent``: its text). If the copy failed, the tail is written here, with the
-        job's usual error handling."""
-        record = JobRecord.load(self.ctx.output_dir) if sent is not None else None
-        if record is None:
-            try:
-                record, text = self.tail(plan, result, documents)
-            except InputError as exc:
-                self.failed(str(exc))
-                return
-            except Exception as exc:  # a bug: record the failure, then let it show its traceback
-                self.failed(f"{type(exc).__name__}: {exc}", quiet=True)
-                raise
-        else:
-            text = sent.decode()
-        self.publish(record, result, text, report)
 
     def write(self, plan: JobPlan, result: JobResult, diagnosis: JobDiagnosis) -> tuple[JobRecord, str]:
         """The job's files and ``record.json`` (what its MLflow run will hold), before anything is logged; and the

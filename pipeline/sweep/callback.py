@@ -41,7 +41,6 @@ from pipeline.config.hydra_internals import (
     loader_memo,
 )
 from pipeline.config.plan import JobPlan
-from pipeline.job import overlap
 from pipeline.job.context import SweepHandle, config_tags, configured_corpus, run_name
 from pipeline.sweep.close import abandon, close_sweep
 from pipeline.sweep.gating import run_sweep_gate
@@ -152,7 +151,6 @@ class MlflowSweep(Callback):
 
     @hook
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        overlap.settle()  # the last job's tail, written by a copy, is logged before the sweep is summarised
         if self.composed is not None:
             compose_normally(self.composed.loader)
         if self.parent is None or self.handle is None:
@@ -185,7 +183,6 @@ class MlflowSweep(Callback):
         (Ctrl-C and SIGTERM no longer interrupt this)."""
         if self.parent is not None and self.handle is not None:
             interrupts.shielded()
-            overlap.wait()  # a job's folder still being written by a copy is whole before the runs are closed
             abandon(self.parent, self.handle.experiment_id)
 
 
