@@ -40,6 +40,13 @@ def current() -> StoreProcess | None:
     return _CURRENT
 
 
+def discard() -> None:
+    """A sweep after all (``hydra.mode=MULTIRUN`` in a config): its driver and jobs log themselves, so the store
+    process, which would only compete with them for the second core, ends now."""
+    if _CURRENT is not None:
+        _CURRENT.stop()
+
+
 def start() -> StoreProcess | None:
     """Fork the store process (once), where it can help: ``os.fork`` exists and a second core is free to run it
     (on one core it would only add its imports to the job's). Set ``RANKSCOPE_STORE_PROCESS=0`` to log in-process."""
