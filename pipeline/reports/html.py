@@ -80,15 +80,8 @@ def render_pngs(figures: Sequence[Figure], dpi: int = DPI) -> list[bytes]:
     if len(todo) > 1 and second_core():
         theirs = todo[1::2]
         with tempfile.TemporaryDirectory(prefix="rankscope-plots-") as tmp:
-            pid = os.fork()
-            if pid == 0:  # the copy: draw its share into files, then leave at once (no cleanup of the parent's)
-                status = 1
-                try:
-                    for i, fig in enumerate(theirs):
-                        Path(tmp, f"{i}.png").write_bytes(_draw(fig, dpi))
-                    status = 0
-                finally:
-                    os._exit(status)
+            files = {Path(tmp, f"{i}.png"): fig for i, fig in enumerate(theirs)}
+            pid = _drawn_by_a_copy(files, dpi)
             try:
                 for fig in todo[0::2]:
                     figure_png(fig, dpi)
@@ -96,11 +89,29 @@ def render_pngs(figures: Sequence[Figure], dpi: int = DPI) -> list[bytes]:
                 os.kill(pid, signal.SIGKILL)
                 raise
             finally:
-                _, status = os.waitpid(pid, 0)
-            if os.waitstatus_to_exitcode(status) == 0:
-                for i, fig in enumerate(theirs):
-                    _RENDERED[fig] = (dpi, Path(tmp, f"{i}.png").read_bytes())
+                os.waitpid(pid, 0)
+            for path, fig in files.items():
+                if path.is_file():
+                    _RENDERED[fig] = (dpi, path.read_bytes())
     return [figure_png(f, dpi) for f in figures]
+
+
+def _drawn_by_a_copy(files: Mapping[Path, Figure | Callable[[], Figure]], dpi: int) -> int:
+    """Fork a copy of this process that draws each figure into its file, then leaves at once (none of this
+    process's cleanup); the copy's pid. Each file is written whole (a partial file is never seen): whatever file is
+    missing afterwards (the copy failed or was stopped) is the caller's to draw."""
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            for path, fig in files.items():
+                part = path.with_name(path.name + ".part")
+                part.write_bytes(_draw(_built(fig), dpi))
+                os.replace(part, path)
+            status = 0
+        finally:
+            os._exit(status)
+    return pid
 
 
 def _draw(fig: Figure, dpi: int) -> bytes:
@@ -145,17 +156,7 @@ class Drawing:
         for path in self.figures:  # a file left by an earlier attempt in this folder is never taken for this one
             path.unlink(missing_ok=True)
         if len(self.figures) and second_core():
-            self.pid = os.fork()
-            if self.pid == 0:  # the copy: write each file whole (a partial file is never seen), then leave at once
-                status = 1
-                try:
-                    for path, fig in self.figures.items():
-                        part = path.with_name(path.name + ".part")
-                        part.write_bytes(_draw(_built(fig), dpi))
-                        os.replace(part, path)
-                    status = 0
-                finally:
-                    os._exit(status)
+            self.pid = _drawn_by_a_copy(self.figures, dpi)
         else:
             self.finish()
 
