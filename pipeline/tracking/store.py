@@ -11,6 +11,9 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import socket
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,6 +44,25 @@ def store_error(exc: BaseException) -> str:
     if found:
         return found.group(1).strip()
     return f"{type(exc).__name__}: {text[:300]}"
+
+
+def unreachable(uri: str, timeout: float = 5.0) -> str | None:
+    """Why nothing listens at an ``http(s)://`` store's host and port (``Connection refused``, an unknown host),
+    found with one connection attempt; None when something answers, for other stores, and behind a proxy (which
+    is what MLflow's requests would reach)."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    if urllib.request.getproxies() and not urllib.request.proxy_bypass(parts.hostname):
+        return None
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except ValueError:  # a port out of range: left to MLflow's own message
+        return None
+    except OSError as exc:
+        return exc.strerror or one_line(exc) or type(exc).__name__
+    return None
 
 
 def tracking_uri(configured: str | None, launch_dir: Path) -> str:
@@ -121,6 +143,9 @@ class Store:
 
         An unreachable server or unreadable database is an :class:`InputError` in one line.
         """
+        refused = unreachable(uri)
+        if refused:  # MLflow would retry for minutes (urllib3's backoff) before saying the same
+            raise InputError(f"cannot open the MLflow tracking store {redact_text(uri)}: {refused}")
         try:
             client = client_for(uri)
             found = client.get_experiment_by_name(experiment)

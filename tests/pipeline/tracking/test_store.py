@@ -7,6 +7,8 @@ break it (``duplicate column``, ``table ... already exists``, ``Online migration
 from __future__ import annotations
 
 import contextlib
+import logging
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -16,7 +18,9 @@ import time
 import pytest
 from mlflow import MlflowClient
 
+from metrics.errors import InputError
 from pipeline.common.names import CREATING_SUFFIX, DB_NAME
+from pipeline.tracking.store import Store, unreachable
 from tests.pipeline.helpers import cli_env
 
 OPEN = textwrap.dedent("""
@@ -117,3 +121,30 @@ def test_eight_joblib_workers_of_a_sweep_on_a_new_store_all_succeed(tmp_path):
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("rankscope").experiment_id])
     assert sorted(r.info.status for r in runs) == ["FINISHED"] * 9
+
+
+PROXIES = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy")
+
+
+def test_a_server_nobody_listens_on_is_refused_at_once_without_mlflows_retries(caplog, monkeypatch):
+    """A closed port: one line now, not after MLflow's retries (urllib3 backs off for minutes by default)."""
+    for name in PROXIES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")  # were MLflow asked, its one retry would be logged
+    caplog.set_level(logging.WARNING, logger="urllib3")
+    with pytest.raises(InputError, match=r"^cannot open the MLflow tracking store http://127\.0\.0\.1:9: "
+                                         r"Connection refused$"):
+        Store.open("http://127.0.0.1:9")
+    assert not [r for r in caplog.records if "Retrying" in r.getMessage()]
+
+
+def test_a_listening_server_or_a_proxy_is_left_to_mlflow(monkeypatch):
+    for name in PROXIES:
+        monkeypatch.delenv(name, raising=False)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        assert unreachable(f"http://127.0.0.1:{port}") is None
+    assert unreachable(f"http://127.0.0.1:{port}") == "Connection refused"  # closed now
+    assert unreachable(f"sqlite:///{port}.db") is None
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")  # MLflow's requests go to the proxy
+    assert unreachable(f"http://127.0.0.1:{port}") is None
