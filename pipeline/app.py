@@ -6,6 +6,7 @@ reference and re-run this module's registrations (schemas, the ``rankscope.stamp
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -26,7 +27,7 @@ from pipeline.common.redact import mask_yaml_file, one_line, redact_log_records,
 from pipeline.config import schema
 from pipeline.config.paths import CONF_DIR
 from pipeline.job.context import JobContext, config_tags
-from pipeline.job.run import JobFailed, execute_job
+from pipeline.job.run import JobFailed, execute_job, finish_waiting
 from pipeline.sweep.tuning import is_tuning, objective, trial_line
 
 TUNE_HINT = "pip install 'rankscope[tune]'"
@@ -109,6 +110,8 @@ def interrupted(exc: KeyboardInterrupt) -> None:
     """One line: what was saved and how to go on; then exit 130 (Ctrl-C) or 143 (SIGTERM). The sweep's exit
     handler closes its runs FAILED after this; a second Ctrl-C no longer interrupts that."""
     interrupts.shielded()
+    with contextlib.suppress(Exception):  # a job of the sweep that had computed everything is logged first
+        finish_waiting()
     code, word = interrupts.status(exc)
     print(f"{PROG}: stopped by {word}: {saved()}", file=sys.stderr, flush=True)
     sys.exit(code)

@@ -42,6 +42,7 @@ from pipeline.config.hydra_internals import (
 )
 from pipeline.config.plan import JobPlan
 from pipeline.job.context import SweepHandle, config_tags, configured_corpus, run_name
+from pipeline.job.run import finish_waiting
 from pipeline.sweep.close import abandon, close_sweep
 from pipeline.sweep.gating import run_sweep_gate
 from pipeline.sweep.resume import open_parent
@@ -153,6 +154,7 @@ class MlflowSweep(Callback):
 
     @hook
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        finish_waiting()  # the last job's record, once its plots are drawn
         if self.composed is not None:
             compose_normally(self.composed.loader)
         if self.parent is None or self.handle is None:
@@ -185,6 +187,7 @@ class MlflowSweep(Callback):
         (Ctrl-C and SIGTERM no longer interrupt this)."""
         if self.parent is not None and self.handle is not None:
             interrupts.shielded()
+            finish_waiting()  # a job whose results were all computed is logged, not run again by the resume
             abandon(self.parent, self.handle.experiment_id)
 
 

@@ -1,0 +1,66 @@
+"""A job's stages end in a saved record and a logged run. In a sweep whose jobs run in this process, a job's record
+waits for its plots (drawn by a forked copy) until the next job has computed, or the sweep ends."""
+
+from __future__ import annotations
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+import pipeline.app
+from pipeline.job.context import JobContext, SweepHandle
+from pipeline.job.run import execute_job, finish_waiting
+from pipeline.tracking.records import JobRecord
+from pipeline.tracking.runs import Tracker
+from pipeline.tracking.store import Store
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client, experiment_id = Store.open(uri, "rankscope").pair()
+    parent = Tracker.start(client, experiment_id, "sweep", {"rankscope.kind": "sweep"})
+    SweepHandle(experiment_id, parent.run_id, ["retriever.k1"]).write(tmp_path / "sweep")
+
+    def job(number: int, launcher: str = "basic"):
+        overrides = [f"retriever.k1={1.0 + number / 10}"]
+        with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
+            cfg = compose("config", overrides=[f"tracking.uri={uri}", f"cache.dir={tmp_path / 'cache'}", *overrides])
+        ctx = JobContext(launch_dir=tmp_path, output_dir=tmp_path / "sweep" / str(number),
+                         sweep_dir=tmp_path / "sweep", job_num=number, overrides=overrides,
+                         choices={"hydra/launcher": launcher})
+        return execute_job(cfg, ctx)
+
+    yield job, client, tmp_path / "sweep"
+    finish_waiting()
+
+
+def logged_with_plots(client, folder) -> bool:
+    record = JobRecord.load(folder)
+    if record is None or record.pending:
+        return False
+    plots = sorted(f for f in record.files if f.startswith("plots/"))
+    logged = sorted(f.path for f in client.list_artifacts(record.run_id, "plots"))
+    return len(plots) == 2 and plots == logged and all((folder / f).is_file() for f in plots)
+
+
+def test_a_job_of_an_in_process_sweep_is_logged_once_the_next_one_has_computed(sweep):
+    job, client, sweep_dir = sweep
+    first = job(0)
+    assert first.run_id is None and first.result is not None  # computed, its plots still being drawn
+    assert JobRecord.load(sweep_dir / "0") is None  # no record lists files that may not exist yet
+    assert job(1).run_id is None
+    assert logged_with_plots(client, sweep_dir / "0")
+    assert JobRecord.load(sweep_dir / "1") is None
+    finish_waiting()  # the sweep's end
+    assert logged_with_plots(client, sweep_dir / "1")
+    runs = client.search_runs([client.get_experiment_by_name("rankscope").experiment_id],
+                              "tags.`rankscope.kind` = 'job'")
+    assert sorted(r.data.metrics["ndcg_at_5"] > 0 for r in runs) == [True, True]
+    assert {r.info.status for r in runs} == {"FINISHED"}
+
+
+def test_jobs_in_worker_processes_are_logged_before_they_return(sweep):
+    """joblib, submitit, Ray: nothing calls the worker back at the sweep's end, so nothing waits."""
+    job, client, sweep_dir = sweep
+    outcome = job(0, launcher="joblib")
+    assert outcome.run_id is not None and logged_with_plots(client, sweep_dir / "0")
