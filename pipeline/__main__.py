@@ -3,8 +3,9 @@
 ``--help`` is answered here, from the config folder's listing, without importing Hydra, MLflow or the retrievers
 (Hydra's own help, with the composed config, is ``--hydra-help`` and ``--cfg job``). SIGTERM is handled before the
 heavy imports start, so a command stopped while it starts says so in one line, like one stopped later (see
-:mod:`pipeline.common.interrupts`). A single run (no ``-m`` or other Hydra flag) forks the process that opens the
-tracking store and logs the run while this one imports Hydra and computes (:mod:`pipeline.tracking.background`).
+:mod:`pipeline.common.interrupts`). A run or a sweep (overrides and ``-m`` only, no other Hydra flag) forks the
+process that opens the tracking store and logs the runs while this one imports Hydra and computes
+(:mod:`pipeline.tracking.background`).
 """
 
 import sys
@@ -12,6 +13,7 @@ import sys
 from pipeline.common import ending, interrupts
 from pipeline.config.paths import CONF_DIR
 
+SWEEP_FLAGS = ("-m", "--multirun")
 GROUPS = ("corpus", "retriever", "metrics", "experiment", "tracking", "gate", "diagnosis")
 
 
@@ -45,7 +47,7 @@ if __name__ == "__main__":
         print(help_text())
         sys.exit(0)
     interrupts.install()
-    if not any(arg.startswith("-") for arg in sys.argv[1:]):  # one run: overrides only, no -m, --cfg ...
+    if all(arg in SWEEP_FLAGS or not arg.startswith("-") for arg in sys.argv[1:]):  # a run or sweep, no --cfg ...
         from pipeline.tracking import background
 
         background.start()

@@ -47,7 +47,6 @@ from pipeline.sweep.close import abandon, close_sweep
 from pipeline.sweep.gating import run_sweep_gate
 from pipeline.sweep.resume import open_parent
 from pipeline.sweep.tuning import check_tuning, close_tuning, is_tuning
-from pipeline.tracking import background
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.store import STORE_ERRORS, store_error, tracking_uri
 
@@ -105,7 +104,6 @@ class MlflowSweep(Callback):
     @hook
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         progress.configure(bool(config.get("quiet", False)))  # the driver's own bars (reading runs back)
-        background.discard()  # a sweep set in a config file: the single run's store process is not needed
         launch_dir = Path(config.hydra.runtime.cwd)
         sweep_dir = (launch_dir / str(config.hydra.sweep.dir)).resolve()
         overrides, varying = sweep_overrides(list(config.hydra.overrides.task), config.hydra.sweeper.get("params"))

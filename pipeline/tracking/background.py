@@ -1,4 +1,4 @@
-"""The tracking store opened, and a single run logged, by a second process while the job computes.
+"""The tracking store opened, and runs logged, by a second process while the command computes.
 
 Opening MLflow's SQLAlchemy store costs a single run about 2 s (SQLAlchemy, MLflow's ORM models, the connection and
 its schema check) before it can log anything. So ``python -m pipeline``, for one run on a machine with two cores or
@@ -12,6 +12,13 @@ logs by itself. The copy ignores Ctrl-C, which the terminal sends to both proces
 while the copy logs sends it SIGTERM, which the copy's logging handles as the job's own would (each store write
 whole, a half-logged run closed FAILED), and waits for it to end.
 
+A sweep (``-m``) has the copy too. Its driver's store work (the parent run, reading the jobs back, the summary and
+the gate) goes through a :class:`RemoteClient`: the driver never imports the SQLAlchemy store (about 1.9 s), which
+the copy imported while the driver composed its configs. Each call is whole: a Ctrl-C during one acts once its answer
+is back, and the copy, alive, then closes the sweep's runs FAILED for the driver. Jobs log through the copy as a single
+run does. If the copy is gone, every call is made in-process instead. Only the process that forked the copy talks
+to it: a process forked from that one (a plot drawer, a fork-based worker) opens the store itself.
+
 This module imports nothing heavy: the copy imports MLflow after the fork.
 """
 
@@ -20,6 +27,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import pickle
 import signal
 import traceback
 from multiprocessing.connection import Connection, Pipe
@@ -38,13 +46,6 @@ class Gone(Exception):
 def current() -> StoreProcess | None:
     """The store process this command started, if any."""
     return _CURRENT
-
-
-def discard() -> None:
-    """A sweep after all (``hydra.mode=MULTIRUN`` in a config): its driver and jobs log themselves, so the store
-    process, which would only compete with them for the second core, ends now."""
-    if _CURRENT is not None:
-        _CURRENT.stop()
 
 
 def start() -> StoreProcess | None:
@@ -70,6 +71,16 @@ class StoreProcess:
     def __init__(self, pid: int, connection: Connection) -> None:
         self.pid = pid
         self.connection: Connection | None = connection
+        self.owner = os.getpid()  # a process forked from this one inherits the pipe, and must leave it alone
+        self.uris: set[str] = set()  # the stores the copy has opened
+
+    def usable(self) -> bool:
+        """Whether this process may talk to the copy: it runs, and this is the process that started it."""
+        return self.connection is not None and os.getpid() == self.owner
+
+    def serves(self, uri: str) -> bool:
+        """Whether calls on the store at ``uri`` can go to the copy: it is usable and opened that store."""
+        return self.usable() and uri in self.uris
 
     def open(self, uri: str, experiment: str) -> str:
         """Open (and if new, create) the store and experiment: the experiment's id. InputError as
@@ -79,7 +90,22 @@ class StoreProcess:
             from metrics.errors import InputError
 
             raise InputError(answer[1])
+        self.uris.add(uri)
         return str(answer[1])
+
+    def call(self, uri: str, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``MlflowClient(uri).<method>(*args, **kwargs)``, made by the copy: its value, or the exception it
+        raised (MLflow's own; any other as an ``MlflowException`` naming it). A Ctrl-C or SIGTERM meanwhile acts
+        once the answer is back, so the copy stays in step. :class:`Gone` when the process is not there."""
+        from pipeline.common.interrupts import deferred
+
+        if not self.serves(uri):
+            raise Gone("not serving this store")
+        with deferred():
+            answer = self._ask("call", uri, method, args, kwargs)
+        if answer[0] == "raised":
+            raise answer[1]
+        return answer[1]
 
     def publish(self, folder: Path) -> Any:
         """Log the record saved in ``folder`` (:func:`pipeline.tracking.records.publish`): a ``Published``.
@@ -139,6 +165,7 @@ def _serve(connection: Connection) -> None:
         from metrics.errors import InputError
 
         store: Store | None = None
+        stores: dict[str, Store] = {}
         while True:
             try:
                 request = connection.recv()
@@ -146,8 +173,10 @@ def _serve(connection: Connection) -> None:
                 break
             try:
                 if request[0] == "open":
-                    store = Store.open(request[1], request[2])
+                    store = stores[request[1]] = Store.open(request[1], request[2])
                     answer: tuple[Any, ...] = ("opened", store.experiment_id)
+                elif request[0] == "call" and request[1] in stores:
+                    answer = _called(stores[request[1]].client, *request[2:])
                 elif request[0] == "publish" and store is not None:
                     folder = Path(request[1])
                     record = JobRecord.load(folder)
@@ -163,8 +192,62 @@ def _serve(connection: Connection) -> None:
                 answer = ("unavailable", str(exc))
             except Exception:  # a bug: the job logs by itself (and would show the same failure)
                 answer = ("crashed", traceback.format_exc())
-            connection.send(answer)
+            connection.send_bytes(_pickled(answer))
     except BaseException:  # SIGTERM from the job (Terminated), a closed pipe
         status = 1
     finally:
         os._exit(status)
+
+
+def _called(client: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """A client call's answer: ``("returned", value)`` or ``("raised", exception)``."""
+    try:
+        return ("returned", getattr(client, method)(*args, **kwargs))
+    except Exception as exc:
+        return ("raised", exc)
+
+
+def _pickled(answer: tuple[Any, ...]) -> bytes:
+    """The answer as it crosses the pipe: a value or exception that does not pickle (a database driver's error
+    holding its connection) becomes an ``MlflowException`` that names it, which callers treat as a store error."""
+    try:
+        data = pickle.dumps(answer)
+        if answer[0] == "raised":
+            pickle.loads(data)  # an exception whose arguments do not rebuild it would fail on the other side
+        return data
+    except Exception:
+        from pipeline.tracking.client import MlflowException
+
+        what = answer[1]
+        reason = f"{type(what).__name__}: {what}" if answer[0] == "raised" else f"an unpicklable {answer[0]} answer"
+        return pickle.dumps(("raised", MlflowException(reason)))
+
+
+class RemoteClient:
+    """An ``MlflowClient`` of the store at ``uri`` whose calls the store process makes; once the process is gone,
+    the calls are made by a client in this process."""
+
+    def __init__(self, process: StoreProcess, uri: str) -> None:
+        self.process, self.uri = process, uri
+        self._local: Any = None
+
+    @property
+    def tracking_uri(self) -> str:
+        return self.uri
+
+    def __getattr__(self, method: str) -> Any:
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self._local is None:
+                try:
+                    return self.process.call(self.uri, method, args, kwargs)
+                except Gone:
+                    from pipeline.tracking.store import client_for
+
+                    self._local = client_for(self.uri)
+            return getattr(self._local, method)(*args, **kwargs)
+
+        call.__name__ = method
+        return call

@@ -51,10 +51,12 @@ class Destination:
         job joins the experiment and parent run its driver opened (``sweep``: the hand-off, with ``experiment_id``
         and ``parent_run_id``). InputError when the store cannot be opened."""
         uri = tracking_uri(configured, launch_dir)
-        if sweep is not None:
-            return cls(uri, client_for(uri), sweep.experiment_id, sweep.parent_run_id)
         remote = background.current()
-        if remote is not None:
+        if sweep is not None:  # the driver opened the store: through the store process if it has it
+            if remote is not None and remote.serves(uri):
+                return cls(uri, None, sweep.experiment_id, sweep.parent_run_id, remote=remote)
+            return cls(uri, client_for(uri), sweep.experiment_id, sweep.parent_run_id)
+        if remote is not None and remote.usable():
             try:
                 return cls(uri, None, remote.open(uri, experiment), remote=remote)
             except background.Gone:

@@ -23,6 +23,7 @@ from metrics.errors import InputError
 from pipeline.common import commands
 from pipeline.common.names import ARTIFACT_DIR, CREATING_SUFFIX, DB_NAME, DEFAULT_EXPERIMENT, LOCK_SUFFIX
 from pipeline.common.redact import one_line, redact_text
+from pipeline.tracking import background
 from pipeline.tracking.client import MlflowClient, MlflowException
 
 SQLITE = "sqlite:///"
@@ -120,7 +121,12 @@ def creation_lock(uri: str, artifact_root: str | None = None) -> Iterator[None]:
 
 
 def client_for(uri: str) -> MlflowClient:
-    """A client of the store at ``uri``, its first connection in this process made under :func:`creation_lock`."""
+    """A client of the store at ``uri``: the store process's when it has opened that store
+    (:class:`pipeline.tracking.background.RemoteClient`), else this process's own, its first connection made under
+    :func:`creation_lock`."""
+    process = background.current()
+    if process is not None and process.serves(uri):
+        return background.RemoteClient(process, uri)  # type: ignore[return-value]  # an MlflowClient by proxy
     if not uri.startswith(SQLITE) or uri in _opened:
         return MlflowClient(tracking_uri=uri)
     with creation_lock(uri):
@@ -146,6 +152,13 @@ class Store:
         refused = unreachable(uri)
         if refused:  # MLflow would retry for minutes (urllib3's backoff) before saying the same
             raise InputError(f"cannot open the MLflow tracking store {redact_text(uri)}: {refused}")
+        process = background.current()
+        if process is not None and process.usable():  # opened by the store process, and used through it
+            try:
+                experiment_id = process.open(uri, experiment)
+                return cls(background.RemoteClient(process, uri), uri, experiment_id)  # type: ignore[arg-type]
+            except background.Gone:
+                pass
         try:
             client = client_for(uri)
             found = client.get_experiment_by_name(experiment)

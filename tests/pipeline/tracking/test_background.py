@@ -1,5 +1,5 @@
-"""A single run's store is opened, and its record logged, by a second process: the same run as logging in-process,
-and the job logs by itself when that process is gone."""
+"""A run's store is opened, and its record logged, by a second process: the same run as logging in-process, and the
+job logs by itself when that process is gone. A sweep's driver makes its store calls through that process too."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import time
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
 
 from metrics.errors import InputError
 from pipeline.common.forking import second_core
@@ -19,6 +20,8 @@ from pipeline.common.names import PER_QUESTION_TABLE, TAG_CONFIG_DIGEST, TAG_KIN
 from pipeline.tracking import background
 from pipeline.tracking.destination import Destination
 from pipeline.tracking.records import JobRecord, save_table
+from pipeline.tracking.runs import Tracker
+from pipeline.tracking.store import Store, client_for
 from tests.pipeline.helpers import cli_env, job_runs, run_pipeline
 
 pytestmark = pytest.mark.skipif(not second_core(),
@@ -100,6 +103,60 @@ def test_a_single_run_logs_the_same_run_with_or_without_the_store_process(tmp_pa
     ignored = ("mlflow.", "rankscope.output_dir", "rankscope.record")
     assert ({k: v for k, v in with_process.data.tags.items() if not k.startswith(ignored)}
             == {k: v for k, v in in_process.data.tags.items() if not k.startswith(ignored)})
+
+
+def test_a_sweeps_store_calls_are_made_by_the_store_process(tmp_path, store_process):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    store = Store.open(uri, "rankscope")
+    assert isinstance(store.client, background.RemoteClient) and store_process.serves(uri)
+    parent = Tracker.start(store.client, store.experiment_id, "sweep", {TAG_KIND: "sweep"})
+    parent.log_metrics({"jobs/finished": 4.0})
+    parent.finish()
+    theirs = MlflowClient(uri).get_run(parent.run_id)  # what an independent client reads
+    assert theirs.info.status == "FINISHED" and theirs.data.metrics == {"jobs/finished": 4.0}
+    (found,) = client_for(uri).search_runs([store.experiment_id])
+    assert found.info.run_id == parent.run_id and found.data.tags[TAG_KIND] == "sweep"
+    with pytest.raises(MlflowException) as refused:  # MLflow's own exception, as an in-process client raises it
+        store.client.get_run("0" * 32)
+    assert refused.value.error_code == "RESOURCE_DOES_NOT_EXIST"
+    sweep = type("Handoff", (), {"experiment_id": store.experiment_id, "parent_run_id": parent.run_id})()
+    job = Destination.open(uri, tmp_path, "rankscope", sweep)
+    assert job.remote is store_process and job.client is None  # a job of the sweep logs through it as well
+
+
+def test_once_the_store_process_is_gone_the_calls_are_made_here(tmp_path, store_process):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    store = Store.open(uri, "rankscope")
+    os.kill(store_process.pid, signal.SIGKILL)
+    os.waitpid(store_process.pid, 0)
+    parent = Tracker.start(store.client, store.experiment_id, "sweep", {TAG_KIND: "sweep"})
+    assert MlflowClient(uri).get_run(parent.run_id).data.tags[TAG_KIND] == "sweep"
+    assert not store_process.serves(uri) and not isinstance(client_for(uri), background.RemoteClient)
+
+
+def test_a_process_forked_from_the_command_leaves_the_store_process_alone(tmp_path, store_process):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    Store.open(uri, "rankscope")
+    pid = os.fork()
+    if pid == 0:  # e.g. a plot drawer: the pipe is not its to use
+        os._exit(0 if not store_process.usable() and not isinstance(client_for(uri), background.RemoteClient)
+                 else 1)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert store_process.serves(uri)
+
+
+def test_a_sweeps_driver_never_imports_mlflows_sqlalchemy_store(tmp_path):
+    """Opening it costs about 1.9 s; the store process imported it while the driver composed the jobs."""
+    probe = ("import atexit, os, runpy, sys; me = os.getpid(); "
+             "atexit.register(lambda: os.getpid() == me and print('STORE-IMPORTED', "
+             "'mlflow.store.tracking.sqlalchemy_store' in sys.modules, file=sys.stderr)); "
+             "sys.argv = ['pipeline', '-m', 'retriever.k1=0.9,1.2', 'quiet=true']; "
+             "runpy.run_module('pipeline', run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=cli_env(tmp_path), capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "STORE-IMPORTED False" in done.stderr
+    assert len(job_runs(tmp_path)) == 2
 
 
 @pytest.mark.slow
