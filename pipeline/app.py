@@ -29,6 +29,7 @@ from pipeline.config.paths import CONF_DIR
 from pipeline.job.context import JobContext, config_tags
 from pipeline.job.run import JobFailed, execute_job, finish_waiting
 from pipeline.sweep.tuning import is_tuning, objective, trial_line
+from pipeline.tracking import background
 
 TUNE_HINT = "pip install 'rankscope[tune]'"
 
@@ -112,6 +113,7 @@ def interrupted(exc: KeyboardInterrupt) -> None:
     interrupts.shielded()
     with contextlib.suppress(Exception):  # a job of the sweep that had computed everything is logged first
         finish_waiting()
+        background.settle()
     code, word = interrupts.status(exc)
     print(f"{PROG}: stopped by {word}: {saved()}", file=sys.stderr, flush=True)
     sys.exit(code)

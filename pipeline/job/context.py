@@ -37,6 +37,7 @@ class SweepHandle:
     varying: list[str]  # override keys swept over ('retriever', 'retriever.k1', ...): they name the systems
     points: list[list[str]] | None = None  # each job's overrides, in job order (None: an optimiser decides them)
     resume: list[str] = field(default_factory=list)  # the command that runs the sweep again in its folder
+    resumed: bool = True  # False: a new parent run, which holds no job's run yet
 
     def write(self, sweep_dir: Path) -> Path:
         return write_json(sweep_dir / HANDOFF_FILE, asdict(self))
@@ -47,7 +48,7 @@ class SweepHandle:
         if data is None:
             return None
         return cls(str(data["experiment_id"]), str(data["parent_run_id"]), list(data["varying"]),
-                   data.get("points"), list(data.get("resume") or []))
+                   data.get("points"), list(data.get("resume") or []), bool(data.get("resumed", True)))
 
     def resume_command(self) -> str:
         """The resume command as one line a shell reads back (arguments quoted where needed)."""

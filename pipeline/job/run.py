@@ -190,6 +190,8 @@ class Job:
         run)."""
         if self.handle is None or self.tags[TAG_KIND] != KIND_JOB:
             return None
+        if not self.handle.resumed and JobRecord.load(self.ctx.output_dir) is None:
+            return None  # a new parent run holds no job's run, and this folder no earlier result
         return self.destination.logged_earlier(self.ctx.output_dir, self.identity, self.ctx.job_num,
                                                " ".join(self.ctx.overrides))
 
@@ -253,13 +255,18 @@ class Job:
         return complete, result.text() + "\n\n" + diagnosis.terminal_text()
 
     def publish(self, record: JobRecord, result: JobResult, text: str, report: bool) -> JobOutcome:
-        """Log the record as the job's MLflow run; if the store does not answer, the record waits for sync."""
+        """Log the record as the job's MLflow run; if the store does not answer, the record waits for sync. A
+        waiting job of a sweep hands it to the store process and goes on: what it answers is read at its next
+        request or the sweep's end."""
+        if self.waits(report) and self.destination.publish_later(record, self.ctx.output_dir, self.not_logged):
+            print(text + "\n", flush=True)
+            return JobOutcome(None, result)
         try:
             published = self.destination.publish(record, self.ctx.output_dir)
         except StoreUnavailable as exc:
             if report:
                 print(text + "\n", flush=True)
-            self.say_failed(self.destination.not_logged(self.ctx.output_dir, self.ctx.sweep_dir, str(exc)))
+            self.not_logged(str(exc))
             if self.handle is None:
                 raise JobFailed(str(exc)) from None
             return JobOutcome(None, result)
@@ -283,6 +290,10 @@ class Job:
             if self.handle is None:
                 raise JobFailed(str(record.error))
         return JobOutcome(run_id, None)
+
+    def not_logged(self, reason: str) -> None:
+        """Say that the results wait in the job's folder, and the command that logs them."""
+        self.say_failed(self.destination.not_logged(self.ctx.output_dir, self.ctx.sweep_dir, reason))
 
     def say_failed(self, reason: str) -> None:
         ctx = self.ctx

@@ -47,6 +47,7 @@ from pipeline.sweep.close import abandon, close_sweep
 from pipeline.sweep.gating import run_sweep_gate
 from pipeline.sweep.resume import open_parent
 from pipeline.sweep.tuning import check_tuning, close_tuning, is_tuning
+from pipeline.tracking import background
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.store import STORE_ERRORS, store_error, tracking_uri
 
@@ -140,7 +141,7 @@ class MlflowSweep(Callback):
                                  f"hydra.sweep.dir={sweep_dir}")
         resume = [redact_text(arg) for arg in resume]  # a secret given on the command line is typed again
         points = None if jobs is None else [[redact_text(o) for o in job] for job in jobs]
-        self.handle = SweepHandle(experiment_id, self.parent.run_id, varying, points, resume)
+        self.handle = SweepHandle(experiment_id, self.parent.run_id, varying, points, resume, resumed)
         self.handle.write(sweep_dir)
         interrupts.watch(sweep_dir=sweep_dir, resume=resume)
         self.sweep_dir = sweep_dir
@@ -153,6 +154,7 @@ class MlflowSweep(Callback):
     @hook
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         finish_waiting()  # the last job's record, once its plots are drawn
+        background.settle()  # every job's run logged (or said not to be) before the sweep's end reads them
         if self.composed is not None:
             compose_normally(self.composed.loader)
         if self.parent is None or self.handle is None:

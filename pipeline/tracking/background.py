@@ -14,10 +14,11 @@ whole, a half-logged run closed FAILED), and waits for it to end.
 
 A sweep (``-m``) has the copy too. Its driver's store work (the parent run, reading the jobs back, the summary and
 the gate) goes through a :class:`RemoteClient`: the driver never imports the SQLAlchemy store (about 1.9 s), which
-the copy imported while the driver composed its configs. Each call is whole: a Ctrl-C during one acts once its answer
-is back, and the copy, alive, then closes the sweep's runs FAILED for the driver. Jobs log through the copy as a single
-run does. If the copy is gone, every call is made in-process instead. Only the process that forked the copy talks
-to it: a process forked from that one (a plot drawer, a fork-based worker) opens the store itself.
+the copy imported while the driver composed its configs. Each call is whole: a Ctrl-C during one acts once its
+answer is back, and the copy, alive, then closes the sweep's runs FAILED for the driver. A job of the sweep hands its
+saved record over without waiting (:meth:`StoreProcess.publish_later`); the answer is read before the next request,
+or when the sweep ends. If the copy is gone, every call is made in-process instead. Only the process that forked the
+copy talks to it: a process forked from that one (a plot drawer, a fork-based worker) opens the store itself.
 
 This module imports nothing heavy: the copy imports MLflow after the fork.
 """
@@ -30,6 +31,7 @@ import os
 import pickle
 import signal
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,12 @@ def current() -> StoreProcess | None:
     return _CURRENT
 
 
+def settle() -> None:
+    """Read every answer still owed by the store process (logged runs, or why not), if there is one."""
+    if _CURRENT is not None:
+        _CURRENT.settle()
+
+
 def start() -> StoreProcess | None:
     """Fork the store process (once), where it can help: ``os.fork`` exists and a second core is free to run it
     (on one core it would only add its imports to the job's). Set ``RANKSCOPE_STORE_PROCESS=0`` to log in-process."""
@@ -61,7 +69,7 @@ def start() -> StoreProcess | None:
         _serve(theirs)
     theirs.close()
     _CURRENT = StoreProcess(pid, ours)
-    atexit.register(_CURRENT.stop)
+    atexit.register(_CURRENT.close)
     return _CURRENT
 
 
@@ -73,6 +81,7 @@ class StoreProcess:
         self.connection: Connection | None = connection
         self.owner = os.getpid()  # a process forked from this one inherits the pipe, and must leave it alone
         self.uris: set[str] = set()  # the stores the copy has opened
+        self.unanswered: list[Callable[[tuple[Any, ...]], None]] = []  # handlers of requests sent without waiting
 
     def usable(self) -> bool:
         """Whether this process may talk to the copy: it runs, and this is the process that started it."""
@@ -118,11 +127,47 @@ class StoreProcess:
             raise StoreUnavailable(answer[1])
         return Published(str(answer[1]), bool(answer[2]))
 
+    def publish_later(self, folder: Path, answered: Callable[[tuple[Any, ...]], None]) -> None:
+        """Ask the copy to log the record saved in ``folder``, without waiting: ``answered`` gets the answer
+        (``("published", run_id, reused)``, ``("unavailable", reason)``, or ``("gone", reason)`` if the copy failed)
+        when the next request, or :meth:`settle`, reads it. :class:`Gone` when the process is not there."""
+        from pipeline.common.interrupts import deferred
+
+        if not self.usable():
+            raise Gone("not running")
+        try:
+            with deferred():
+                self.connection.send(("publish", str(folder)))  # type: ignore[union-attr]
+        except OSError as exc:
+            self.stop()
+            raise Gone(f"{type(exc).__name__}: {exc}") from None
+        self.unanswered.append(answered)
+
+    def settle(self) -> None:
+        """Read the answers to the requests sent without waiting, in order, each handed to its handler."""
+        while self.unanswered and os.getpid() == self.owner:
+            answered = self.unanswered.pop(0)
+            try:
+                answer = self._answer()
+            except Gone as exc:
+                answer = ("gone", str(exc))
+            answered(answer)
+
     def _ask(self, *request: Any) -> tuple[Any, ...]:
+        self.settle()  # the answers to earlier requests come first
         if self.connection is None:
             raise Gone("not running")
         try:
             self.connection.send(request)
+        except OSError as exc:
+            self.stop()
+            raise Gone(f"{type(exc).__name__}: {exc}") from None
+        return self._answer()
+
+    def _answer(self) -> tuple[Any, ...]:
+        if self.connection is None:
+            raise Gone("not running")
+        try:
             answer = self.connection.recv()
         except (OSError, EOFError) as exc:
             self.stop()
@@ -134,6 +179,12 @@ class StoreProcess:
             self.stop()
             raise Gone(answer[1])
         return answer
+
+    def close(self) -> None:
+        """At exit: the answers still owed are read (the runs they log are whole), then the process ends."""
+        with contextlib.suppress(Exception):
+            self.settle()
+        self.stop()
 
     def stop(self, wait: bool = False) -> None:
         """End the process (SIGTERM: a store write in progress is finished first); ``wait`` for it to end."""

@@ -6,6 +6,7 @@ A job talks to MLflow only through a :class:`Destination`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,33 @@ class Destination:
                 record.run_id = published.run_id
                 return published
         return publish(self._client(), record, folder)
+
+    def publish_later(self, record: JobRecord, folder: Path, refused: Callable[[str], None]) -> bool:
+        """Hand the saved record to the store process, which logs it while this process goes on; False when there
+        is no store process to take it (then :meth:`publish` it). ``refused(reason)`` is called when the answer,
+        read at the process's next request or :func:`pipeline.tracking.background.settle`, is that the store did
+        not answer; if the process failed, the record is logged from here then."""
+        if self.remote is None or not self.remote.usable():
+            return False
+
+        def answered(answer: tuple[Any, ...]) -> None:
+            if answer[0] == "published":
+                record.run_id = str(answer[1])
+                return
+            try:
+                if answer[0] == "unavailable":
+                    raise StoreUnavailable(str(answer[1]))
+                self.remote = None  # the process failed or is gone: log from here
+                publish(self._client(), record, folder)
+            except StoreUnavailable as exc:
+                refused(str(exc))
+
+        try:
+            self.remote.publish_later(folder, answered)
+        except background.Gone:
+            self.remote = None
+            return False
+        return True
 
     def publish_failure(self, record: JobRecord, folder: Path) -> str | None:
         """A failed job's record logged as a FAILED run, if the store answers."""

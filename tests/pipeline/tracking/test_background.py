@@ -124,6 +124,24 @@ def test_a_sweeps_store_calls_are_made_by_the_store_process(tmp_path, store_proc
     assert job.remote is store_process and job.client is None  # a job of the sweep logs through it as well
 
 
+def test_a_sweeps_job_hands_its_record_over_and_goes_on(tmp_path, store_process):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    store = Store.open(uri, "rankscope")
+    sweep = type("Handoff", (), {"experiment_id": store.experiment_id, "parent_run_id": None})()
+    refused: list[str] = []
+    for name in ("job-0", "job-1"):
+        destination = Destination.open(uri, tmp_path, "rankscope", sweep)
+        record = saved_record(tmp_path / name, destination)
+        assert destination.publish_later(record, tmp_path / name, refused.append)
+    os.kill(store_process.pid, signal.SIGKILL)  # whatever it had not logged yet is logged from here
+    os.waitpid(store_process.pid, 0)
+    background.settle()
+    runs = [JobRecord.load(tmp_path / name).run_id for name in ("job-0", "job-1")]
+    assert all(runs) and refused == [] and record.run_id == runs[1]
+    assert {MlflowClient(uri).get_run(r).info.status for r in runs} == {"FINISHED"}
+    assert len(MlflowClient(uri).search_runs([store.experiment_id])) == 2  # each logged once
+
+
 def test_once_the_store_process_is_gone_the_calls_are_made_here(tmp_path, store_process):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     store = Store.open(uri, "rankscope")
