@@ -135,12 +135,8 @@ class StoreProcess:
 
         if not self.usable():
             raise Gone("not running")
-        try:
-            with deferred():
-                self.connection.send(("publish", str(folder)))  # type: ignore[union-attr]
-        except OSError as exc:
-            self.stop()
-            raise Gone(f"{type(exc).__name__}: {exc}") from None
+        with deferred():
+            self._send(("publish", str(folder)))
         self.unanswered.append(answered)
 
     def settle(self) -> None:
@@ -155,6 +151,10 @@ class StoreProcess:
 
     def _ask(self, *request: Any) -> tuple[Any, ...]:
         self.settle()  # the answers to earlier requests come first
+        self._send(request)
+        return self._answer()
+
+    def _send(self, request: tuple[Any, ...]) -> None:
         if self.connection is None:
             raise Gone("not running")
         try:
@@ -162,7 +162,6 @@ class StoreProcess:
         except OSError as exc:
             self.stop()
             raise Gone(f"{type(exc).__name__}: {exc}") from None
-        return self._answer()
 
     def _answer(self) -> tuple[Any, ...]:
         if self.connection is None:
