@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.common.redact import MASK, one_line, redact_text, redact_texts, redact_tree, redact_value
+from pipeline.common.redact import (
+    MASK,
+    mask_yaml_file,
+    one_line,
+    redact_text,
+    redact_texts,
+    redact_tree,
+    redact_value,
+)
 
 
 @pytest.mark.parametrize("text, secret, kept", [
@@ -115,3 +123,21 @@ def test_every_character_ignorecase_takes_for_a_letter_folds_to_that_letter():
     for c in readers:
         letters = [x for x in string.ascii_lowercase if re.fullmatch(x, c, re.IGNORECASE)]
         assert letters and all(x in _fold(c) for x in letters), c
+
+
+def test_a_yaml_file_hydra_wrote_is_rewritten_with_its_secrets_masked(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("tracking:\n  uri: http://alice:s3cret@mlflow.example\ntags:\n  api_key: AbC123\n"
+                    "retriever:\n  k1: 0.9\n  lr: 1e-3\n  when: 2024-01-01\n", encoding="utf-8")
+    assert mask_yaml_file(path)
+    text = path.read_text(encoding="utf-8")
+    assert "s3cret" not in text and "AbC123" not in text
+    assert "k1: 0.9" in text and "lr: 1e-3" in text  # YAML 1.1 reads 1e-3 as text: kept as written
+
+
+def test_a_yaml_file_without_secrets_is_left_byte_for_byte(tmp_path):
+    path = tmp_path / "overrides.yaml"
+    original = "- retriever=bm25\n- retriever.k1=0.9\n- corpus=scifact\n"
+    path.write_text(original, encoding="utf-8")
+    assert not mask_yaml_file(path)
+    assert path.read_text(encoding="utf-8") == original
