@@ -219,20 +219,30 @@ def add_columns(per_question: pd.DataFrame, table: pd.DataFrame) -> None:
 
 def diagnosis_from_table(per_question: pd.DataFrame) -> pd.DataFrame | None:
     """The inverse of :func:`add_columns`, from a per-question table read back (index: question id): the
-    columns the sweep's HTML report shows. None for a run logged without a diagnosis."""
+    columns the sweep's HTML report shows. None for a run logged without a diagnosis.
+
+    Built as one frame from object arrays (a sweep's end reads a table per job back): every column but the
+    booleans holds its cells as objects, an empty text cell (read back as missing) as ``""``."""
     if not set(_REQUIRED) <= set(per_question.columns):
         return None
-    frame = pd.DataFrame(index=per_question.index)
-    for column, source in COLUMNS.items():
-        frame[source] = per_question[column] if column in per_question.columns else ""
-    frame["question"] = per_question.get("question", pd.Series("", index=per_question.index))
-    frame = frame.astype({c: object for c in frame.columns if c != "missed"})
-    frame = frame.where(frame.notna(), "")  # an empty text cell reads back as missing
-    frame["missed"] = frame["missed"].map(lambda v: str(v).lower() == "true")
-    classes = frame["classes"].map(lambda v: {c.strip() for c in str(v).split(",")})
+    blank = np.full(len(per_question), "", dtype=object)
+
+    def cells(column: str) -> np.ndarray:
+        if column not in per_question.columns:
+            return blank
+        values = per_question[column].to_numpy(dtype=object)
+        return np.where(pd.isna(values), "", values)
+
+    data = {source: cells(column) for column, source in COLUMNS.items()}
+    data["question"] = cells("question")
+    data["missed"] = np.array([str(v).lower() == "true" for v in data["missed"].tolist()], dtype=bool)
+    classes = [{c.strip() for c in str(v).split(",")} for v in data["classes"].tolist()]
     for name in CLASSES:
-        frame[name] = classes.map(lambda found, name=name: name in found)
-    return frame
+        data[name] = np.array([name in found for found in classes], dtype=bool)
+    flags = {c for c in data if c == "missed" or c in CLASSES}
+    texts = pd.DataFrame({c: v for c, v in data.items() if c not in flags}, index=per_question.index, dtype=object)
+    booleans = pd.DataFrame({c: data[c] for c in data if c in flags}, index=per_question.index)
+    return pd.concat([texts, booleans], axis=1)[list(data)]
 
 
 def _text(value: Any) -> str:

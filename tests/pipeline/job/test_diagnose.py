@@ -202,6 +202,20 @@ def test_the_table_columns_survive_a_csv_round_trip(helpdesk_collection, helpdes
     older = diagnosis_from_table(back.drop(columns=["distinguishing_terms", "first_result_match", "relevant_match",
                                                     "closer_share"]).set_index("query_id"))
     assert older is not None and older["late_rank"].tolist() == diagnosis["late_rank"].tolist()
+    assert (older["distinguishing_terms"] == "").all()  # a column the run lacks reads as empty text
+
+
+def test_a_table_read_back_gives_text_cells_as_objects_and_the_flags_as_booleans():
+    table = pd.DataFrame({"query_id": ["q1", "q2"], "question": ["a", None], "missed": ["True", "false"],
+                          "failure_classes": ["late_rank, duplicates", None], "first_relevant": [3, None],
+                          "first_result": ["d1", ""], "diagnosis": ["late", None], "evidence": ["e", float("nan")],
+                          "closer_share": [0.25, float("nan")]}).set_index("query_id")
+    read = diagnosis_from_table(table)
+    assert read["missed"].dtype == bool and read["missed"].tolist() == [True, False]
+    assert read["late_rank"].tolist() == [True, False] and read["duplicates"].tolist() == [True, False]
+    assert all(read[c].dtype == object for c in ("question", "rank", "evidence", "closer_share", "classes"))
+    assert read.loc["q2", "question"] == "" and read.loc["q2", "evidence"] == "" and read.loc["q2", "rank"] == ""
+    assert read.loc["q1", "closer_share"] == 0.25 and read.loc["q1", "rank"] == 3.0
 
 
 def test_the_terminal_section_is_cut_after_a_few_questions_and_says_where_the_rest_is(tmp_path):
