@@ -103,8 +103,8 @@ def deferred() -> Iterator[None]:
             signal.signal(sig, lambda signum, frame: caught.append(signum))
     try:
         yield
-    finally:
+    finally:  # also when the block failed (a store that stayed locked): the stop asked for still comes first
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if caught:
-        signal.raise_signal(caught[0])
+        if caught:
+            signal.raise_signal(caught[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -65,6 +66,16 @@ def test_a_ctrl_c_inside_a_deferred_block_acts_once_the_block_is_over():
         time.sleep(0.05)
         done.append("the write finished")
     assert done == ["the write finished"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_ctrl_c_inside_a_deferred_block_that_fails_still_stops_the_command():
+    # a store write that gives up (the store stayed locked) must not swallow the Ctrl-C pressed meanwhile
+    with pytest.raises(KeyboardInterrupt) as stopped, interrupts.deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        raise sqlite3.OperationalError("database is locked")
+    assert isinstance(stopped.value.__context__, sqlite3.OperationalError)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
