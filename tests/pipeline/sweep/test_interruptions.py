@@ -59,7 +59,10 @@ def resume_command(line: str) -> list[str]:
     return [sys.executable if command[0] in ("python", sys.executable) else command[0], *command[1:]]
 
 
-@pytest.mark.parametrize("sig, status, word", [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+@pytest.mark.parametrize("sig, status, word", [
+    (signal.SIGINT, 130, "Ctrl-C"),
+    pytest.param(signal.SIGTERM, 143, "SIGTERM", marks=pytest.mark.slow),  # the same path, stopped another way
+])
 def test_a_stopped_sweep_says_in_one_line_what_was_saved_and_how_to_resume(launch_dir, sig, status, word):
     sweep_dir = launch_dir / "sweep"
     process = start(launch_dir, *sweep_args(sweep_dir))
