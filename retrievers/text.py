@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from importlib import resources
 from itertools import repeat
 from typing import Any
@@ -31,8 +31,9 @@ _BATCHES = 32  # ... and a smaller corpus is cut in about this many, so its temp
 _MIN_BATCH_CHARS = 2**18  # ... down to this (below, per-batch costs would start to show)
 
 
+@cache
 def default_stopwords() -> frozenset[str]:
-    """SPEC.md's 45-word stop list, shipped with the package."""
+    """SPEC.md's 45-word stop list, shipped with the package (read once: every tokenizer shares the one set)."""
     text = resources.files("retrievers").joinpath("stopwords/default.txt").read_text(encoding="utf-8")
     return frozenset(w.strip() for w in text.split() if w.strip())
 
@@ -183,7 +184,7 @@ def _packed_vocabulary(fixed: pd.Index, stopwords: frozenset[str]) -> tuple[pd.I
     decoding their tokens. The last vocabulary's are kept: questions are encoded over it again and again."""
     global _fixed_packed
     last = _fixed_packed
-    if last[0] is fixed and last[1] is stopwords:
+    if last[0] is fixed and (last[1] is stopwords or last[1] == stopwords):
         return last[2], last[3]
     ids, packed = [], []
     for i, term in enumerate(fixed.tolist()):

@@ -47,3 +47,25 @@ def test_encoding_over_a_fixed_vocabulary_counts_exactly_the_known_terms():
                 want[row, position[term]] += 1
     np.testing.assert_array_equal(got, want)
     assert want[0, position["beta"]] == 2 and want[0, position["the"]] == 0
+
+
+def test_every_default_tokenizer_shares_one_stop_set():
+    """Read once: a sweep's jobs each build a tokenizer, and the packed vocabulary is kept for the same stop set."""
+    assert Tokenizer().stopwords is Tokenizer().stopwords
+
+
+def test_encoding_over_one_vocabulary_follows_each_tokenizers_own_stop_words():
+    """The packed vocabulary kept between calls is reused for an equal stop set, never for a different one."""
+    import pandas as pd
+
+    from retrievers.text import encode
+
+    vocab = pd.Index(["alpha", "beta", "the"], dtype=object)
+    keeps_the = Tokenizer(stopwords=frozenset({"beta"}))
+    equal = Tokenizer(stopwords=frozenset(["beta"]))  # equal, another object
+    assert keeps_the.stopwords is not equal.stopwords
+    texts = ["the alpha beta"]
+    assert encode(texts, keeps_the, vocab).toarray().tolist() == [[1, 0, 1]]
+    assert encode(texts, equal, vocab).toarray().tolist() == [[1, 0, 1]]
+    assert encode(texts, Tokenizer(), vocab).toarray().tolist() == [[1, 1, 0]]
+    assert encode(texts, keeps_the, vocab).toarray().tolist() == [[1, 0, 1]]
