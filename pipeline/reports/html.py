@@ -8,6 +8,7 @@ from users' data. What a sweep's report holds is :mod:`pipeline.reports.sweep_pa
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import numbers
 import os
@@ -98,20 +99,33 @@ def render_pngs(figures: Sequence[Figure], dpi: int = DPI) -> list[bytes]:
 
 def _drawn_by_a_copy(files: Mapping[Path, Figure | Callable[[], Figure]], dpi: int) -> int:
     """Fork a copy of this process that draws each figure into its file, then leaves at once (none of this
-    process's cleanup); the copy's pid. Each file is written whole (a partial file is never seen): whatever file is
-    missing afterwards (the copy failed or was stopped) is the caller's to draw."""
+    process's cleanup); the copy's pid. Each file is written whole (a partial file is never seen), and only once
+    the copy has claimed it (:func:`_claim`: this process may take some too). Whatever file is missing afterwards
+    (the copy failed or was stopped) is the caller's to draw."""
     pid = os.fork()
     if pid == 0:
         status = 1
         try:
             for path, fig in files.items():
-                part = path.with_name(path.name + ".part")
-                part.write_bytes(_draw(_built(fig), dpi))
-                os.replace(part, path)
+                if _claim(path):
+                    _write_whole(path, _draw(_built(fig), dpi))
             status = 0
         finally:
             os._exit(status)
     return pid
+
+
+def _claim(path: Path) -> bool:
+    """Take the figure of ``path`` to draw: True for the first process that asks, False for any other."""
+    try:
+        os.close(os.open(_claim_file(path), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        return False
+
+
+def _claim_file(path: Path) -> Path:
+    return path.with_name(f".{path.name}.claim")
 
 
 def _draw(fig: Figure, dpi: int) -> bytes:
@@ -145,7 +159,10 @@ class Drawing:
 
     A figure may be given as the function that makes it (no argument): the copy then builds it as well as drawing
     it, so building it (tens of milliseconds of matplotlib for a job's two plots) leaves this process's path too.
-    The same function makes the same figure here, if the copy fails."""
+    The same function makes the same figure here, if the copy fails.
+
+    A built figure's PNG is remembered as :func:`figure_png` remembers it: a page that shows it does not draw it
+    again."""
 
     def __init__(self, figures: Mapping[str, Figure | Callable[[], Figure]], directory: str | Path,
                  dpi: int = DPI) -> None:
@@ -155,20 +172,53 @@ class Drawing:
         self.dpi, self.pid = dpi, 0
         for path in self.figures:  # a file left by an earlier attempt in this folder is never taken for this one
             path.unlink(missing_ok=True)
+            _claim_file(path).unlink(missing_ok=True)
         if len(self.figures) and second_core():
             self.pid = _drawn_by_a_copy(self.figures, dpi)
         else:
             self.finish()
 
-    def finish(self) -> list[Path]:
-        """The files, all written (in the order the figures were given)."""
-        if self.pid:
-            pid, self.pid = self.pid, 0
-            os.waitpid(pid, 0)
+    def finish(self, share: bool = False) -> list[Path]:
+        """The files, all written (in the order the figures were given).
+
+        With ``share`` this process draws too instead of only waiting: the copy takes the figures from the first
+        on, this process from the last one back, each drawing the ones it claimed first. For a caller with nothing
+        else to do (the end of a sweep); a job leaves its copy alone, as the job's other work uses this core."""
+        try:
+            if self.pid and share:
+                for path, fig in reversed(self.figures.items()):
+                    if _claim(path):
+                        _write_whole(path, figure_png(_built(fig), self.dpi), ".here")
+            if self.pid:
+                os.waitpid(self.pid, 0)
+                self.pid = 0
+        finally:
+            self.stop()
         for path, fig in self.figures.items():
             if not path.is_file():
                 path.write_bytes(figure_png(_built(fig), self.dpi))
+            elif isinstance(fig, Figure) and _RENDERED.get(fig, (None,))[0] != self.dpi:
+                _RENDERED[fig] = (self.dpi, path.read_bytes())
         return list(self.figures)
+
+    def stop(self) -> None:
+        """Stop the copy if it still runs (the files it wrote whole stay), and clear what drawing left beside
+        the figures (claims, a part-written file)."""
+        if self.pid:
+            pid, self.pid = self.pid, 0
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        for path in self.figures:
+            _claim_file(path).unlink(missing_ok=True)
+            path.with_name(path.name + ".part").unlink(missing_ok=True)
+
+
+def _write_whole(path: Path, data: bytes, suffix: str = ".part") -> None:
+    """Write ``path`` so that it is never seen part-written (another process may be writing the same file)."""
+    part = path.with_name(path.name + suffix)
+    part.write_bytes(data)
+    os.replace(part, path)
 
 
 def _built(figure: Figure | Callable[[], Figure]) -> Figure:

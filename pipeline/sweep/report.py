@@ -36,7 +36,7 @@ from pipeline.common.names import (
 from pipeline.common.redact import redact_text
 from pipeline.config.build import MetricPlan
 from pipeline.config.plan import diagnosis_settings
-from pipeline.reports.html import save_figures, write_report
+from pipeline.reports.html import Drawing, write_report
 from pipeline.reports.plots import Figure, first_relevant_heatmap, means_bars, paired_bootstrap, response_plot
 from pipeline.reports.sweep_page import DIAGNOSIS_COLUMNS, PageFiles, failing, sweep_page
 from pipeline.reports.tables import grid_axes, grid_frame, summary_tables, to_latex, to_markdown
@@ -190,10 +190,16 @@ def plots_and_report(summary: SweepSummary, plan: MetricPlan, diagnosis: Mapping
     try:
         settings = diagnosis_settings(diagnosis)
         figures = sweep_figures(summary, plan, settings)
-        # saved once: the page embeds the same PNGs (pipeline.reports.html draws each figure one time)
-        parent.log_files(save_figures({f.stem: f.figure for f in figures}, sweep_dir / PLOTS_DIR), PLOTS_DIR)
-        diagnoses, jobs = diagnoses_of(summary)
-        files, root, per_system = write_beside(summary, diagnoses, jobs, sweep_dir)
+        # drawn by a forked copy while the tables are written, then by both processes; saved once, the page
+        # embeds the same PNGs (pipeline.reports.html draws each figure one time)
+        drawing = Drawing({f.stem: f.figure for f in figures}, sweep_dir / PLOTS_DIR)
+        try:
+            diagnoses, jobs = diagnoses_of(summary)
+            files, root, per_system = write_beside(summary, diagnoses, jobs, sweep_dir)
+            plots = drawing.finish(share=True)
+        finally:
+            drawing.stop()
+        parent.log_files(plots, PLOTS_DIR)
         if per_system:
             parent.log_files(per_system, DIAGNOSIS_DIR)
         info = {"sweep folder": str(sweep_dir), **meta}

@@ -172,3 +172,35 @@ def test_figures_given_as_their_makers_are_the_files_the_figures_give(tmp_path, 
     assert [p.read_bytes() for p in written] == [p.read_bytes() for p in saved]
     forked = hasattr(os, "fork") and (os.cpu_count() or 1) > 1
     assert made == ([] if forked and not copy_fails else [0, 1])  # built in the copy, unless it failed
+
+
+@pytest.mark.parametrize("copy_fails", [False, True])
+def test_figures_drawn_by_both_processes_are_each_drawn_once_and_are_the_files_save_figures_writes(
+        tmp_path, monkeypatch, copy_fails):
+    """At a sweep's end this process draws too (from the last figure back) while the copy draws from the first:
+    every figure is drawn by one of them only, the files are those drawn one by one, nothing is left beside them,
+    and a page showing the figures draws none again."""
+    parent, log = os.getpid(), tmp_path / "drawn.log"
+    real = html._draw
+
+    def draw(fig, dpi):
+        if copy_fails and os.getpid() != parent:
+            os._exit(3)
+        with log.open("a") as f:  # both processes append: one line per figure drawn, and who drew it
+            f.write(f"{os.getpid()} {fig.axes[0].patches[0].get_height():.1f}\n")
+        return real(fig, dpi)
+
+    monkeypatch.setattr(html, "_draw", draw)
+    figures = means_figures(4)
+    written = Drawing({f"f{i}": fig for i, fig in enumerate(figures)}, tmp_path / "both").finish(share=True)
+    lines = log.read_text().split()
+    heights = sorted(lines[1::2])
+    assert heights == sorted(f"{0.1 * i:.1f}" for i in range(4))  # each figure once
+    if copy_fails:
+        assert set(lines[0::2]) == {str(parent)}
+    saved = save_figures({f"f{i}": fig for i, fig in enumerate(means_figures(4))}, tmp_path / "one")
+    assert [p.read_bytes() for p in written] == [p.read_bytes() for p in saved]
+    assert sorted(p.name for p in (tmp_path / "both").iterdir()) == ["f0.png", "f1.png", "f2.png", "f3.png"]
+    monkeypatch.setattr(html, "_draw", lambda fig, dpi: pytest.fail("drawn again"))
+    page = parse(render_html("t", [Section(f"F{i}", figure=fig) for i, fig in enumerate(figures)]))
+    assert [base64.b64decode(src.split(",", 1)[1]) for src in page.images] == [p.read_bytes() for p in written]
