@@ -5,12 +5,13 @@
 heavy imports start, so a command stopped while it starts says so in one line, like one stopped later (see
 :mod:`pipeline.common.interrupts`). A run or a sweep (overrides and ``-m`` only, no other Hydra flag) forks the
 process that opens the tracking store and logs the runs while this one imports Hydra and computes
-(:mod:`pipeline.tracking.background`).
+(:mod:`pipeline.tracking.background`). The garbage collector waits until the job starts
+(:mod:`pipeline.common.collector`).
 """
 
 import sys
 
-from pipeline.common import ending, interrupts
+from pipeline.common import collector, ending, interrupts
 from pipeline.config.paths import CONF_DIR
 
 SWEEP_FLAGS = ("-m", "--multirun")
@@ -46,6 +47,7 @@ if __name__ == "__main__":
     if any(arg in ("--help", "-h") for arg in sys.argv[1:]):
         print(help_text())
         sys.exit(0)
+    collector.pause()  # until the job starts: the imports' objects are then frozen (pipeline.common.collector)
     interrupts.install()
     if all(arg in SWEEP_FLAGS or not arg.startswith("-") for arg in sys.argv[1:]):  # a run or sweep, no --cfg ...
         from pipeline.tracking import background

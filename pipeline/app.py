@@ -21,7 +21,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from pipeline.common import commands, interrupts, progress
+from pipeline.common import collector, commands, interrupts, progress
 from pipeline.common.names import MULTIRUN_CONFIG, PROG, TAG_KIND
 from pipeline.common.redact import mask_yaml_file, one_line, redact_log_records, redact_std_streams
 from pipeline.config import schema
@@ -69,6 +69,7 @@ def task(cfg: DictConfig) -> str | float | None:
     Returns the MLflow run id; in a tuning sweep, the objective the optimiser maximises (pipeline/tuning.py).
     """
     redact_std_streams()  # in a joblib worker, this is the first rankscope code to run
+    collector.resume()  # the start-up's objects, frozen: the job's own are collected as usual
     hydra_cfg = HydraConfig.get()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     launch_dir = Path(hydra_cfg.runtime.cwd)

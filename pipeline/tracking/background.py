@@ -36,6 +36,7 @@ from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 from typing import Any
 
+from pipeline.common import collector
 from pipeline.common.forking import second_core
 
 _CURRENT: StoreProcess | None = None
@@ -212,6 +213,7 @@ def _serve(connection: Connection) -> None:
 
         with contextlib.suppress(ImportError):  # what opening a SQLite store imports: paid while the job composes
             import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
+        collector.resume()  # MLflow's objects, frozen (pipeline.common.collector)
         from metrics.errors import InputError
 
         store: Store | None = None

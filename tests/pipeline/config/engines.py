@@ -84,3 +84,17 @@ class TantivySearch:
 
 class SameListSearch(ListSearch):
     """:class:`ListSearch` under another name: another class, so another config, even with the same results."""
+
+
+class CollectorProbe(ListSearch):
+    """:class:`ListSearch` that, when the job indexes, writes the garbage collector's state (enabled, objects
+    frozen) to the file named by ``RANKSCOPE_TEST_COLLECTOR``: what a job runs with."""
+
+    def index(self, doc_ids: list[str], texts: list[str]) -> None:
+        import gc
+        import json
+        import os
+
+        with open(os.environ["RANKSCOPE_TEST_COLLECTOR"], "a", encoding="utf-8") as f:
+            f.write(json.dumps({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}) + "\n")
+        super().index(doc_ids, texts)
