@@ -21,6 +21,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from pipeline.common import collector
 from pipeline.common.names import DEFAULT_EXPERIMENT, PROG
 
 SAYS = f"{PROG} compare"
@@ -77,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipeline.tracking.selectors import describe, resolve
     from pipeline.tracking.store import STORE_ERRORS, Store, run_location, store_error, tracking_uri
 
+    collector.resume()  # the imports' objects, frozen (pipeline.common.collector)
+
     try:
         if not 0 < args.confidence < 1 or args.resamples < 1 or args.permutations < 1:
             raise InputError("--confidence must be within (0, 1); --resamples and --permutations at least 1")
@@ -122,4 +125,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     from pipeline.common import ending
 
+    collector.pause()  # while MLflow is imported
     ending.run(main)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from pipeline.common import collector
 from pipeline.compare import SELECTOR, add_store_options
 
 
@@ -36,6 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipeline.tracking.selectors import resolve
     from pipeline.tracking.store import STORE_ERRORS, Store, store_error, tracking_uri
 
+    collector.resume()  # the imports' objects, frozen (pipeline.common.collector)
+
     try:
         settings = load_settings(args.gate, {"baseline": args.baseline, "metrics": parse_list(args.metrics),
                                              "tolerance": args.tolerance, "confidence": args.confidence,
@@ -55,4 +58,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     from pipeline.common import ending
 
+    collector.pause()  # while MLflow is imported
     ending.run(main)

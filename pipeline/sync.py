@@ -16,6 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pipeline.common import collector
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m pipeline.sync", description=__doc__.split("\n\n")[0])
@@ -26,6 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipeline.common.redact import redact_text
     from pipeline.sweep.sync import SAYS, sync
     from pipeline.tracking.store import STORE_ERRORS, store_error
+
+    collector.resume()  # the imports' objects, frozen (pipeline.common.collector)
 
     try:
         return sync(args.folder, args.tracking_uri)
@@ -40,4 +44,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 if __name__ == "__main__":
     from pipeline.common import ending
 
+    collector.pause()  # while MLflow is imported
     ending.run(main)

@@ -9,7 +9,9 @@ about to work, moves every object alive into the generation it never scans and s
 thousands of small objects, a few megabytes at most: peak memory is unchanged) are kept, once per process.
 
 A process forked afterwards (the store process, a plot drawer) inherits both states; the store process resumes
-once it has imported MLflow. May import: the standard library only.
+once it has imported MLflow. ``pipeline.compare``, ``pipeline.gate`` and ``pipeline.sync`` pause while they import
+MLflow and resume before their work (their collections took 0.7-0.9 s of a 4 s compare or gate on a store of 200
+runs; 0.1 s now). May import: the standard library only.
 """
 
 from __future__ import annotations
