@@ -239,7 +239,7 @@ def diagnosis_from_table(per_question: pd.DataFrame) -> pd.DataFrame | None:
     classes = [{c.strip() for c in str(v).split(",")} for v in data["classes"].tolist()]
     for name in CLASSES:
         data[name] = np.array([name in found for found in classes], dtype=bool)
-    flags = {c for c in data if c == "missed" or c in CLASSES}
+    flags = {"missed", *CLASSES}
     texts = pd.DataFrame({c: v for c, v in data.items() if c not in flags}, index=per_question.index, dtype=object)
     booleans = pd.DataFrame({c: data[c] for c in data if c in flags}, index=per_question.index)
     return pd.concat([texts, booleans], axis=1)[list(data)]

@@ -41,7 +41,8 @@ def started_together(commands: list[list[str]], folder, timeout: float = 900) ->
     return done
 
 
-@pytest.mark.slow  # 25 s of processes racing; test_a_new_store_appears_whole_the_moment_its_file_exists stays quick
+# 25 s of processes racing; test_a_new_store_appears_whole_the_moment_its_file_exists stays in the default suite
+@pytest.mark.slow
 def test_processes_opening_a_new_store_together_all_succeed_and_share_one_experiment(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     done = started_together([[sys.executable, "-c", OPEN, uri]] * 6, tmp_path)
