@@ -4,8 +4,9 @@ Importing Hydra, pandas, numpy and matplotlib creates some 250,000 objects that 
 collector scans each of them again at every full collection: four in one SciFact run (about 0.55 s with the
 younger generations), seven in a 12-point sweep's driver (1.0-1.3 s, the later ones 0.15-0.45 s each, as its
 objects grow). So ``python -m pipeline`` pauses the collector first thing (:func:`pause`) and, once the job is
-about to work, moves every object alive into the generation it never scans and starts it again (:func:`resume`,
-``gc.freeze()``): what a job creates afterwards is collected as usual. The start-up's own unreachable cycles (tens of
+about to work (or a sweep's driver has opened its parent run: its jobs may run in other processes), moves every
+object alive into the generation it never scans and starts it again (:func:`resume`, ``gc.freeze()``): what a job
+creates afterwards is collected as usual. The start-up's own unreachable cycles (tens of
 thousands of small objects, a few megabytes at most: peak memory is unchanged) are kept, once per process.
 
 A process forked afterwards (the store process, a plot drawer) inherits both states; the store process resumes

@@ -30,7 +30,7 @@ from omegaconf import DictConfig, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from metrics.errors import InputError
-from pipeline.common import commands, interrupts, progress
+from pipeline.common import collector, commands, interrupts, progress
 from pipeline.common.names import KIND_SWEEP, PROG, TAG_KIND, TAG_LAUNCHER, TAG_OVERRIDES, TAG_SWEEP_DIR
 from pipeline.common.redact import one_line, redact_text
 from pipeline.config.hydra_internals import (
@@ -148,6 +148,7 @@ class MlflowSweep(Callback):
         self.uri = uri
         self.title = f"{'Tuning' if self.tuning else 'Sweep'} {name}"
         self.overrides = " ".join(overrides) or "(none)"
+        collector.resume()  # the driver's start-up, frozen; its jobs may run in other processes (joblib)
         self.sweep_args = overrides  # as parsed: the tuning driver rebuilds the untuned and tuned configs from them
         atexit.register(self._abandoned)
 

@@ -58,3 +58,16 @@ def test_every_job_of_a_run_or_sweep_runs_with_the_collector_on_and_the_start_up
     for state in states:
         assert state["enabled"]
         assert state["frozen"] > 100_000  # Hydra's, pandas', numpy's objects ...
+
+
+@pytest.mark.slow  # a joblib sweep starts its worker processes
+def test_a_sweeps_driver_collects_again_even_when_its_jobs_run_elsewhere(launch_dir: Path):
+    """With joblib the jobs run in worker processes: the driver resumes once its parent run is open, or it would
+    keep every cycle of the sweep."""
+    probe = launch_dir / "collector.jsonl"
+    done = run_pipeline(launch_dir, "-m", "hydra/launcher=joblib", "retriever.k1=0.9,1.2", "quiet=true",
+                        "+hydra.callbacks.probe._target_=tests.pipeline.common.probes.CollectorAtSweepEnd",
+                        env={"RANKSCOPE_TEST_COLLECTOR": str(probe)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    [state] = [json.loads(line) for line in probe.read_text(encoding="utf-8").splitlines()]
+    assert state["enabled"] and state["frozen"] > 100_000
