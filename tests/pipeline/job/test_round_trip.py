@@ -167,6 +167,17 @@ def printed(value: float) -> str:
     return f"{value:.4f}"
 
 
+def on_a_midpoint(mean: float) -> bool:
+    """Is the mean (to within float error) halfway between two four-decimal values, like 0.36875 = 5.9 / 16 on the
+    tie corpus? Then trec_eval's sum (one by one) and the correctly rounded one may print different neighbours."""
+    return abs(mean * 10**4 % 1 - 0.5) < 1e-6
+
+
+def test_a_mean_halfway_between_two_printed_values_is_told_apart():
+    assert on_a_midpoint(0.36874999999999997) and on_a_midpoint(0.36875000000000002)
+    assert not on_a_midpoint(0.3416666666666667) and not on_a_midpoint(0.5)
+
+
 def cli_output(job: Job, capsys) -> dict[tuple[str, str], str]:
     """``python -m metrics -c -q -m ... QRELS run.trec``: (metric, question or 'all') -> printed value."""
     capsys.readouterr()
@@ -243,7 +254,10 @@ def check_trec_eval_rule(job: Job) -> float:
         for value in values:  # trec_eval adds them one by one, in query order
             trec_eval_mean += value
         mean = record["metrics"][spec.mlflow_key]
-        assert printed(trec_eval_mean / len(values)) == printed(mean), spec.name  # as trec_eval prints it
+        if on_a_midpoint(mean):  # each sum's own rounding error picks the neighbour a print shows
+            assert abs(float(printed(trec_eval_mean / len(values))) - float(printed(mean))) <= 1.5e-4, spec.name
+        else:
+            assert printed(trec_eval_mean / len(values)) == printed(mean), spec.name  # as trec_eval prints it
         assert math.fsum(values) / len(values) == mean, spec.name  # and exactly: the correctly rounded mean
     print(f"{len(table)} questions, {len(specs)} trec_eval measures, largest per-question difference {worst!r}, "
           f"means exactly equal")
