@@ -4,7 +4,9 @@ PNGs, figure files with safe names, each figure drawn once and several on two co
 from __future__ import annotations
 
 import base64
+import functools
 import os
+import signal
 from html.parser import HTMLParser
 
 import pandas as pd
@@ -204,3 +206,57 @@ def test_figures_drawn_by_both_processes_are_each_drawn_once_and_are_the_files_s
     monkeypatch.setattr(html, "_draw", lambda fig, dpi: pytest.fail("drawn again"))
     page = parse(render_html("t", [Section(f"F{i}", figure=fig) for i, fig in enumerate(figures)]))
     assert [base64.b64decode(src.split(",", 1)[1]) for src in page.images] == [p.read_bytes() for p in written]
+
+
+def made_by(log: str, i: int):
+    """A picklable maker of the i-th of ``means_figures(2)`` that notes which process made it."""
+    with open(log, "a") as f:
+        f.write(f"{os.getpid()}\n")
+    return means_figures(2)[i]
+
+
+def makers(log, n: int = 2) -> dict:
+    return {f"f{i}": functools.partial(made_by, str(log), i) for i in range(n)}
+
+
+forks = pytest.mark.skipif(not (hasattr(os, "fork") and html.second_core()), reason="needs fork and a second core")
+
+
+@forks
+def test_the_plots_of_one_job_after_another_are_drawn_by_one_copy_that_stays(tmp_path):
+    """A sweep's jobs hand their plots over as picklable makers: one forked copy draws them all (a fork per job
+    made the job pay for copying its pages), and the files are those save_figures writes."""
+    log = tmp_path / "made.log"
+    first = Drawing(makers(log), tmp_path / "job0").finish()
+    second = Drawing(makers(log), tmp_path / "job1").finish()
+    drawers = set(log.read_text().split())
+    assert len(drawers) == 1 and str(os.getpid()) not in drawers
+    saved = save_figures({f"f{i}": fig for i, fig in enumerate(means_figures(2))}, tmp_path / "one")
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second] == [p.read_bytes() for p in saved]
+    assert sorted(p.name for p in (tmp_path / "job1").iterdir()) == ["f0.png", "f1.png"]
+
+
+@forks
+def test_when_the_copy_that_stays_is_gone_the_next_plots_are_drawn_all_the_same(tmp_path):
+    log = tmp_path / "made.log"
+    Drawing(makers(log), tmp_path / "job0").finish()
+    [gone] = set(log.read_text().split())
+    os.kill(int(gone), signal.SIGKILL)
+    written = Drawing(makers(log), tmp_path / "job1").finish()
+    assert [p.read_bytes() for p in written] == [html._draw(f, html.DPI) for f in means_figures(2)]
+
+
+@forks
+def test_the_copy_that_stays_leaves_ctrl_c_to_this_process_which_stops_it_with_a_drawing(tmp_path):
+    log = tmp_path / "made.log"
+    Drawing(makers(log), tmp_path / "job0").finish()
+    [drawer] = set(log.read_text().split())
+    os.kill(int(drawer), signal.SIGINT)  # Ctrl-C reaches the whole group: the copy leaves it to this process
+    Drawing(makers(log), tmp_path / "job1").finish()
+    assert set(log.read_text().split()) == {drawer}
+    drawing = Drawing(makers(log, 6), tmp_path / "job2")
+    drawing.stop()
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(drawer), 0)
+    assert not [p for p in (tmp_path / "job2").iterdir() if p.suffix != ".png"]  # no claim, no part-written file
+    assert len(Drawing(makers(log), tmp_path / "job3").finish()) == 2  # the next drawing has a copy of its own
