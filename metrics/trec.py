@@ -232,6 +232,11 @@ def _line_blocks(run: Run, tag: str | None = None) -> Iterator[list[str]]:
         start = stop
 
 
+def trec_run_bytes(run: Run, tag: str | None = None) -> bytes:
+    """The file :func:`write_trec_run` writes, whole, as UTF-8 bytes (for a process that writes it for another)."""
+    return "".join("\n".join(block) + "\n" for block in _line_blocks(run, tag)).encode("utf-8")
+
+
 def write_trec_run(run: Run, path: str | Path, tag: str | None = None) -> Path:
     """Write ``run`` as a TREC run file whose order trec_eval (and :func:`read_trec_run`) reads back as written."""
     path = Path(path)

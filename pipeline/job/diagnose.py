@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -66,14 +66,17 @@ class JobDiagnosis:
         job's other files."""
         return self.start_writing(out_dir)()
 
-    def start_writing(self, out_dir: Path) -> Callable[[], list[Path]]:
-        """Write ``diagnosis.txt`` and start drawing the plots on the other core; the returned function waits for
-        them and gives every file written."""
+    def start_writing(self, out_dir: Path,
+                      beside: Mapping[Path, Callable[[], bytes]] | None = None) -> Callable[[], list[Path]]:
+        """Write ``diagnosis.txt`` and start drawing the plots on the other core, and writing the files ``beside``
+        gives (path -> maker of its bytes) with them; the returned function waits for all and gives the diagnosis
+        text and the plots (the files ``beside`` are the caller's to list)."""
         out_dir.mkdir(parents=True, exist_ok=True)
         self.text_file = out_dir / DIAGNOSIS_FILE
         self.text_file.write_text(self.text + "\n", encoding="utf-8")
-        drawing = Drawing(self.figures, out_dir / PLOTS_DIR)
-        return lambda: [self.text_file, *drawing.finish()]
+        others = dict(beside or {})
+        drawing = Drawing({**self.figures, **others}, out_dir / PLOTS_DIR)
+        return lambda: [self.text_file, *(p for p in drawing.finish() if p not in others)]
 
 
 def diagnose_job(result: JobResult, plan: JobPlan, documents: Documents | None = None) -> JobDiagnosis:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from metrics.bootstrap import Interval, bootstrap_ci
 from metrics.errors import InputError, Note
 from metrics.evaluation import Evaluation, evaluate
 from metrics.run import PAD, Run
-from metrics.trec import write_trec_run
+from metrics.trec import trec_run_bytes, write_trec_run
 from pipeline.common import progress
 from pipeline.common.names import (
     CONFIG_FILE,
@@ -157,15 +159,17 @@ def per_question_table(collection: Collection, run: Run, evaluation: Evaluation)
     return table
 
 
-def write_results(result: JobResult, cfg: DictConfig, out_dir: Path) -> list[Path]:
+def write_results(result: JobResult, cfg: DictConfig, out_dir: Path, written_beside: bool = False) -> list[Path]:
     """The job's files: resolved config (secrets masked), per-question CSV, TREC run, metric means; and the notes,
-    one line per kind, when there are any."""
+    one line per kind, when there are any. ``written_beside``: the per-question CSV and the run file are the
+    caller's to write (from :func:`files_beside`), by another process."""
     out_dir.mkdir(parents=True, exist_ok=True)
     config = out_dir / CONFIG_FILE
     config.write_text(config_yaml(cfg), encoding="utf-8")
-    per_question = out_dir / PER_QUESTION_FILE
-    result.table.to_csv(per_question, index=False)
-    run = write_trec_run(result.run, out_dir / RUN_FILE, tag=_tag(result.system))
+    per_question, run = out_dir / PER_QUESTION_FILE, out_dir / RUN_FILE
+    if not written_beside:
+        result.table.to_csv(per_question, index=False)
+        write_trec_run(result.run, run, tag=_tag(result.system))
     means = out_dir / MEANS_FILE
     result.means_frame().to_csv(means)
     files = [config, per_question, run, means]
@@ -173,6 +177,17 @@ def write_results(result: JobResult, cfg: DictConfig, out_dir: Path) -> list[Pat
         files.append(out_dir / NOTES_FILE)
         files[-1].write_text("".join(f"{note}\n" for note in notes), encoding="utf-8")
     return files
+
+
+def files_beside(result: JobResult, out_dir: Path) -> dict[Path, Callable[[], bytes]]:
+    """The makers of the two files that take longest to format, the per-question CSV and the run file (about 80 ms
+    of a SciFact job): each a picklable function giving the file's bytes, so that another process can write it."""
+    return {out_dir / PER_QUESTION_FILE: functools.partial(_csv_bytes, result.table.copy()),
+            out_dir / RUN_FILE: functools.partial(trec_run_bytes, result.run, _tag(result.system))}
+
+
+def _csv_bytes(table: pd.DataFrame) -> bytes:
+    return table.to_csv(index=False).encode("utf-8")
 
 
 def config_yaml(cfg: DictConfig) -> str:

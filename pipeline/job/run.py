@@ -60,7 +60,7 @@ from pipeline.job.context import (
     system_name,
 )
 from pipeline.job.diagnose import JobDiagnosis, diagnose_job
-from pipeline.job.results import JobResult, bootstrap, score, write_results
+from pipeline.job.results import JobResult, bootstrap, files_beside, score, write_results
 from pipeline.job.reuse import JobReuse
 from pipeline.tracking.destination import Destination, JobRecord, StoreUnavailable
 
@@ -234,8 +234,9 @@ class Job:
         """The job's files, its plots started; and the text it prints. The function returned waits for the plots,
         then saves ``record.json`` (what the MLflow run will hold, every file listed) before anything is logged."""
         out, c = self.ctx.output_dir, result.collection
-        plots = diagnosis.start_writing(out)  # drawn on the other core while the other files are written
-        files = write_results(result, self.cfg, out)
+        # the plots, the per-question CSV and the run file are written on the other core while this one goes on
+        plots = diagnosis.start_writing(out, files_beside(result, out))
+        files = write_results(result, self.cfg, out, written_beside=True)
         self.tags.update({TAG_CORPUS_DIGEST: c.digest, TAG_CORPUS: c.name,
                           TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}"})
         if notes := result.note_lines():

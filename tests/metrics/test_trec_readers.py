@@ -10,7 +10,14 @@ import pytest
 from metrics import Qrels, Run, evaluate, trec
 from metrics.errors import InputError
 from metrics.run import PAD
-from metrics.trec import read_trec_qrels, read_trec_run, trec_lines, write_trec_run, written_scores
+from metrics.trec import (
+    read_trec_qrels,
+    read_trec_run,
+    trec_lines,
+    trec_run_bytes,
+    write_trec_run,
+    written_scores,
+)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -212,7 +219,7 @@ def test_the_run_file_is_byte_for_byte_what_one_f_string_per_line_wrote(tmp_path
     run = odd_runs()[case]
     for tag in (None, "my_tag"):
         path = write_trec_run(run, tmp_path / "run.trec", tag)
-        assert path.read_bytes() == reference_run_text(run, tag).encode("utf-8")
+        assert path.read_bytes() == reference_run_text(run, tag).encode("utf-8") == trec_run_bytes(run, tag)
         assert "".join(f"{line}\n" for line in trec_lines(run, tag)) == reference_run_text(run, tag)
 
 
@@ -225,3 +232,4 @@ def test_a_sweep_sized_run_file_is_byte_for_byte_what_one_f_string_per_line_wrot
                 for q in range(300)}
     run = Run.from_rankings(rankings)
     assert write_trec_run(run, tmp_path / "run.trec", "bm25").read_bytes() == reference_run_text(run, "bm25").encode()
+    assert trec_run_bytes(run, "bm25") == reference_run_text(run, "bm25").encode()

@@ -7,6 +7,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import pipeline.app
+from metrics.trec import write_trec_run
+from pipeline.common.names import PER_QUESTION_FILE, RUN_FILE
 from pipeline.job.context import JobContext, SweepHandle
 from pipeline.job.run import execute_job, finish_waiting
 from pipeline.tracking.records import JobRecord
@@ -57,6 +59,21 @@ def test_a_job_of_an_in_process_sweep_is_logged_once_the_next_one_has_computed(s
                               "tags.`rankscope.kind` = 'job'")
     assert sorted(r.data.metrics["ndcg_at_5"] > 0 for r in runs) == [True, True]
     assert {r.info.status for r in runs} == {"FINISHED"}
+
+
+def test_the_run_file_and_per_question_table_written_beside_a_job_are_the_files_of_its_result(sweep):
+    """A job hands its two slowest files to the process drawing its plots; they hold what the job computed, and
+    are there, listed and logged, once it is logged."""
+    job, client, sweep_dir = sweep
+    result = job(0).result
+    finish_waiting()
+    folder = sweep_dir / "0"
+    reference = write_trec_run(result.run, sweep_dir / "reference.trec", "_".join(result.system.split()))
+    assert (folder / RUN_FILE).read_bytes() == reference.read_bytes()
+    assert (folder / PER_QUESTION_FILE).read_text(encoding="utf-8") == result.table.to_csv(index=False)
+    record = JobRecord.load(folder)
+    assert {RUN_FILE, PER_QUESTION_FILE} <= set(record.files)
+    assert {RUN_FILE, PER_QUESTION_FILE} <= {f.path for f in client.list_artifacts(record.run_id)}
 
 
 def test_jobs_in_worker_processes_are_logged_before_they_return(sweep):

@@ -260,3 +260,25 @@ def test_the_copy_that_stays_leaves_ctrl_c_to_this_process_which_stops_it_with_a
         os.kill(int(drawer), 0)
     assert not [p for p in (tmp_path / "job2").iterdir() if p.suffix != ".png"]  # no claim, no part-written file
     assert len(Drawing(makers(log), tmp_path / "job3").finish()) == 2  # the next drawing has a copy of its own
+
+
+def file_bytes(text: str) -> bytes:
+    return text.encode()
+
+
+@pytest.mark.parametrize("copy_fails", [False, True])
+def test_a_maker_may_give_a_files_bytes_under_a_full_path_written_with_the_figures(tmp_path, monkeypatch, copy_fails):
+    """A job hands its run file over with its plots: a maker of bytes, under the path the file takes."""
+    parent = os.getpid()
+    if copy_fails:
+        monkeypatch.setattr(html, "_file", lambda made, dpi, real=html._file: real(made, dpi)
+                            if os.getpid() == parent else os._exit(3))
+        if html._Drawer._here is not None:  # forked before the patch: the next copy fails
+            html._Drawer._here.kill()
+    beside = tmp_path / "run.trec"
+    written = Drawing({"f0": functools.partial(made_by, str(tmp_path / "made.log"), 0),
+                       beside: functools.partial(file_bytes, "q1 Q0 d1 1 2.5 bm25\n")}, tmp_path / "plots").finish()
+    assert written == [tmp_path / "plots" / "f0.png", beside]
+    assert beside.read_bytes() == b"q1 Q0 d1 1 2.5 bm25\n"
+    assert written[0].read_bytes() == html._draw(means_figures(2)[0], html.DPI)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["made.log", "plots", "run.trec"]
