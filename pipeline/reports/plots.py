@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
@@ -79,7 +80,7 @@ def means_bars(summary: pd.DataFrame, title: str = "Mean score per metric, 95% b
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("metric (cutoff after @)")
     ax.set_ylabel("mean over questions (score, 0–1)")
-    ax.set_title(title)
+    _title(ax, title)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(title="system", loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return fig
@@ -171,7 +172,7 @@ def _heatmap_per_question(ranks: pd.DataFrame, cutoff: int, late_limit: int,
     ax.set_xlabel("system")
     ax.set_ylabel("question id")
     more = "; >N = beyond depth N" if deep else ""
-    ax.set_title(f"Rank of the first relevant document ({len(ranks)} questions; – = not retrieved{more})")
+    _title(ax, f"Rank of the first relevant document ({len(ranks)} questions; – = not retrieved{more})")
     ax.legend(handles=[Patch(color=c, label=lab) for c, lab in zip(colours, labels)], title="rank (position)",
               loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return fig
@@ -201,7 +202,7 @@ def _heatmap_buckets(ranks: pd.DataFrame, cutoff: int, late_limit: int,
     ax.set_ylabel("rank of first relevant document (position)")
     grey = "hatched grey rows = beyond depth, not retrieved" if _has_beyond(beyond) else \
         "hatched grey row = not retrieved"
-    ax.set_title(f"Rank of the first relevant document\n{len(ranks)} questions counted per rank bucket "
+    _title(ax, f"Rank of the first relevant document\n{len(ranks)} questions counted per rank bucket "
                  f"({grey})", fontsize="medium")
     fig.colorbar(image, ax=ax, label="share of questions (0–1)")
     return fig
@@ -245,7 +246,7 @@ def paired_bootstrap(
     ax.axvline(mean, color="#08519c", linewidth=1.8, label=f"observed mean {mean:+.3f}")
     ax.axvline(0.0, color="black", linestyle="--", linewidth=1.2, label="zero (no difference)")
     verdict = "contains zero: not distinguishable" if low <= 0 <= high else "excludes zero"
-    ax.set_title(f"Paired bootstrap of {metric}: {a} − {b} ({len(diff)} questions)\n"
+    _title(ax, f"Paired bootstrap of {metric}: {a} − {b} ({len(diff)} questions)\n"
                  f"{confidence:.0%} interval {verdict}")
     ax.set_xlabel(f"mean per-question difference in {metric} (score points, 0–1 scale)")
     ax.set_ylabel("resamples (count)")
@@ -276,7 +277,7 @@ def response_plot(grid: pd.DataFrame, x: str, hue: str, metric: str, confidence:
     ax.set_xticks(sorted(grid[x].unique()))
     ax.set_xlabel(f"{x} (swept value)")
     ax.set_ylabel(f"{metric}, mean over questions (0–1)")
-    ax.set_title(f"{metric} across the grid {x} × {hue}\nbands: each system's {confidence:.0%} bootstrap interval")
+    _title(ax, f"{metric} across the grid {x} × {hue}\nbands: each system's {confidence:.0%} bootstrap interval")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return fig
@@ -293,7 +294,7 @@ def metric_histogram(values: pd.Series, metric: str, system: str, bins: int = 10
         ax.legend(loc="upper center", fontsize="small")
     ax.set_xlim(0, 1)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(f"{metric} per question ({len(data)} questions)\nsystem: {system}", fontsize="medium")
+    _title(ax, f"{metric} per question ({len(data)} questions)\nsystem: {system}", fontsize="medium")
     ax.set_xlabel(f"{metric} of a question (score, 0–1)")
     ax.set_ylabel("questions (count)")
     return fig
@@ -313,10 +314,17 @@ def failure_bars(counts: Mapping[str, int], system: str, questions: int | None =
     ax.set_xlim(0, max([*values, 1]) * 1.25)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     scope = f" of {questions}" if questions is not None else ""
-    ax.set_title(f"Questions{scope} per failure class\nsystem: {system}", fontsize="medium")
+    _title(ax, f"Questions{scope} per failure class\nsystem: {system}", fontsize="medium")
     ax.set_ylabel("failure class (causes, then where)")
     ax.set_xlabel("questions (count)")
     return fig
+
+
+def _title(ax: Axes, label: str, **style: object) -> None:
+    """The axes' title, at their top (``y=1.0``): where matplotlib's automatic placement puts it, as no plot here
+    draws anything above its axes, without measuring every tick label first to find that out (about a quarter of
+    what drawing a per-run plot costs; the PNG is byte for byte the same)."""
+    ax.set_title(label, y=1.0, **style)
 
 
 def _palette(n: int) -> list:

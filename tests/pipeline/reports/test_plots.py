@@ -219,3 +219,28 @@ def test_the_grid_response_draws_one_line_and_band_per_value_and_rings_the_top()
     assert len(ax.collections) == 3  # two bands and the ring around the top point
     assert ax.collections[-1].get_offsets().tolist() == [[1.2, pytest.approx(0.6 + 0.12 + 0.045)]]
     assert "95% bootstrap interval" in ax.get_title()
+
+
+def every_plot(ndcg) -> dict:
+    """One of each plot, each a function making it afresh."""
+    ranks = pd.DataFrame({"BM25": [1, 2, 0, 11], "LSA": [3, 1, 1, 0]}, index=["q1", "q2", "q3", "q4"])
+    grid = pd.DataFrame([{"k1": k1, "b": b, "mean": 0.5 + k1 / 10, "ci_low": 0.4, "ci_high": 0.8, "top": k1 == 1.2}
+                         for k1 in (0.6, 1.2) for b in (0.3, 0.9)])
+    return {
+        "means": lambda: plots.means_bars(SUMMARY),
+        "heat map": lambda: plots.first_relevant_heatmap(ranks),
+        "buckets": lambda: plots.first_relevant_heatmap(pd.concat([ranks] * 20, ignore_index=True)),
+        "paired": lambda: plots.paired_bootstrap(ndcg, "ndcg@5", pair=("BM25", "LSA")),
+        "grid": lambda: plots.response_plot(grid, "k1", "b", "ndcg@10"),
+        "histogram": lambda: plots.metric_histogram(ndcg["BM25"], "ndcg@5", "BM25"),
+        "failures": lambda: plots.failure_bars({"vocabulary_gap": 1, "late_rank": 3}, "BM25", 14),
+    }
+
+
+def test_titles_placed_at_the_top_of_the_axes_are_where_matplotlib_would_place_them(ndcg, monkeypatch):
+    """Every title is set at ``y=1.0`` (matplotlib then skips measuring the tick labels to place it): as nothing is
+    drawn above the axes, each plot's PNG is byte for byte the one automatic placement gives."""
+    fixed = {name: figure_png(make()) for name, make in every_plot(ndcg).items()}
+    monkeypatch.setattr(plots, "_title", lambda ax, label, **style: ax.set_title(label, **style))
+    for name, make in every_plot(ndcg).items():
+        assert figure_png(make()) == fixed[name], name
