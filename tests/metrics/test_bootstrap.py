@@ -71,6 +71,22 @@ def test_columns_are_resampled_together_as_pairs():
     assert np.allclose(means[:, 0] - means[:, 1], resample_means(values[:, 0] - values[:, 1])[:, 0])
 
 
+def test_columns_equal_question_by_question_have_the_resample_means_each_would_have_alone(monkeypatch):
+    """Equal columns (hit_rate@1 and precision@1 ...) are resampled once: every column's means are, to the bit,
+    those it has resampled on its own, and only distinct columns are gathered."""
+    rng = np.random.default_rng(8)
+    a, b = rng.random(50), (rng.random(50) < 0.3).astype(float)
+    values = np.column_stack([a, b, a, b.copy(), -0.0 * a, 0.0 * a])  # -0.0 and 0.0: equal, not the same bits
+    gathered = []
+    real_take = np.take
+    monkeypatch.setattr(np, "take", lambda column, block: gathered.append(1) or real_take(column, block))
+    together = resample_means(values, 300)
+    assert len(gathered) == 4  # one chunk, four distinct columns
+    monkeypatch.setattr(np, "take", real_take)
+    for j in range(values.shape[1]):
+        assert np.array_equal(together[:, j], resample_means(values[:, j], 300)[:, 0])
+
+
 def test_a_different_seed_or_confidence_changes_the_interval():
     d = np.random.default_rng(5).normal(size=30)
     [base] = bootstrap_ci(d)
