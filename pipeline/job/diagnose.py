@@ -69,14 +69,15 @@ class JobDiagnosis:
     def start_writing(self, out_dir: Path,
                       beside: Mapping[Path, Callable[[], bytes]] | None = None) -> Callable[[], list[Path]]:
         """Write ``diagnosis.txt`` and start drawing the plots on the other core, and writing the files ``beside``
-        gives (path -> maker of its bytes) with them; the returned function waits for all and gives the diagnosis
-        text and the plots (the files ``beside`` are the caller's to list)."""
+        gives (path -> maker of its bytes) with them; the returned function waits for all (writing, from the last
+        one back, those the copy has not started) and gives the diagnosis text and the plots (the files ``beside``
+        are the caller's to list)."""
         out_dir.mkdir(parents=True, exist_ok=True)
         self.text_file = out_dir / DIAGNOSIS_FILE
         self.text_file.write_text(self.text + "\n", encoding="utf-8")
         others = dict(beside or {})
         drawing = Drawing({**self.figures, **others}, out_dir / PLOTS_DIR)
-        return lambda: [self.text_file, *(p for p in drawing.finish() if p not in others)]
+        return lambda: [self.text_file, *(p for p in drawing.finish(share=True) if p not in others)]
 
 
 def diagnose_job(result: JobResult, plan: JobPlan, documents: Documents | None = None) -> JobDiagnosis:

@@ -194,7 +194,8 @@ class Drawing:
 
         With ``share`` this process draws too instead of only waiting: the copy takes the figures from the first
         on, this process from the last one back, each drawing the ones it claimed first. For a caller with nothing
-        else to do (the end of a sweep); a job leaves its copy alone, as the job's other work uses this core."""
+        else to do: the end of a sweep, a job whose record waits for its files (a single run's copy is still drawing
+        then; a sweep's has usually finished during the next job)."""
         try:
             if (self.pid or self.drawer) and share:
                 for path, fig in reversed(self.figures.items()):
