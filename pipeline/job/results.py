@@ -15,7 +15,7 @@ from metrics.bootstrap import Interval, bootstrap_ci
 from metrics.errors import InputError, Note
 from metrics.evaluation import Evaluation, evaluate
 from metrics.run import PAD, Run
-from metrics.trec import trec_run_bytes, write_trec_run
+from metrics.trec import trec_run_bytes
 from pipeline.common import progress
 from pipeline.common.names import (
     CONFIG_FILE,
@@ -159,17 +159,14 @@ def per_question_table(collection: Collection, run: Run, evaluation: Evaluation)
     return table
 
 
-def write_results(result: JobResult, cfg: DictConfig, out_dir: Path, written_beside: bool = False) -> list[Path]:
+def write_results(result: JobResult, cfg: DictConfig, out_dir: Path) -> list[Path]:
     """The job's files: resolved config (secrets masked), per-question CSV, TREC run, metric means; and the notes,
-    one line per kind, when there are any. ``written_beside``: the per-question CSV and the run file are the
-    caller's to write (from :func:`files_beside`), by another process."""
+    one line per kind, when there are any. The per-question CSV and the run file are listed but not written: the
+    caller hands them to another process (:func:`files_beside`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     config = out_dir / CONFIG_FILE
     config.write_text(config_yaml(cfg), encoding="utf-8")
     per_question, run = out_dir / PER_QUESTION_FILE, out_dir / RUN_FILE
-    if not written_beside:
-        result.table.to_csv(per_question, index=False)
-        write_trec_run(result.run, run, tag=_tag(result.system))
     means = out_dir / MEANS_FILE
     result.means_frame().to_csv(means)
     files = [config, per_question, run, means]

@@ -236,7 +236,7 @@ class Job:
         out, c = self.ctx.output_dir, result.collection
         # the plots, the per-question CSV and the run file are written on the other core while this one goes on
         plots = diagnosis.start_writing(out, files_beside(result, out))
-        files = write_results(result, self.cfg, out, written_beside=True)
+        files = write_results(result, self.cfg, out)
         self.tags.update({TAG_CORPUS_DIGEST: c.digest, TAG_CORPUS: c.name,
                           TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}"})
         if notes := result.note_lines():
