@@ -222,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                              [PY, "-m", "pipeline.gate", "BM25 k1=5", "--baseline", "BM25 k1=7", *uri],
                              "import mlflow", mlflow_, folder, args.repeats, 2))
         if "sweep" in wanted and SCIFACT.is_dir():
-            scifact = ["corpus=scifact", "metrics=beir", "quiet=true"]
+            # the corpus config's path is relative to the repository root; these commands start in a temporary folder
+            scifact = ["corpus=scifact", f"corpus.path={SCIFACT}", "metrics=beir", "quiet=true"]
             one, sweep = [], []
             for _ in range(max(SWEEP_TURNS, args.repeats // 2)):
                 one.append(timed([PY, "-m", "pipeline", *scifact], folder, fresh_store))
