@@ -270,6 +270,7 @@ class _CorpusStats:
         self.n_docs, self.n_terms = self.matrix.shape
         self.df = np.bincount(self.matrix.indices[self.matrix.data > 0], minlength=self.n_terms)
         self.doc_index = pd.Index(np.asarray(counts.doc_ids, dtype=object).astype(str))
+        self.closer: dict[tuple[int, tuple[int, ...]], float] = {}  # see _Corpus.closer_shares
 
     @functools.cached_property
     def idf(self) -> np.ndarray:
@@ -356,13 +357,26 @@ class _Corpus:
     def closer_shares(self, pairs: list[tuple[str, list[str]]], chunk: int = 256) -> list[float]:
         """For each (first result, relevant documents): the share of the corpus (or of :data:`CONTEXT_SAMPLE`
         documents evenly spaced through it) nearer to the first result, by tf-idf cosine, than its nearest
-        relevant document; 1.0 when no relevant document shares a word with it."""
+        relevant document; 1.0 when no relevant document shares a word with it.
+
+        A share depends only on the first result and the relevant documents, so the corpus statistics remember it:
+        a sweep's later jobs mostly fail on the same questions with the same first result, and compute only the
+        pairs that are new. Each share is computed row by row, so a remembered one is the same to the bit."""
         if not pairs:
             return []
+        keys = [(self.row(f), tuple(sorted({self.row(d) for d in r}))) for f, r in pairs]
+        known = self.stats.closer
+        new = list(dict.fromkeys(k for k in keys if k not in known))
+        if new:
+            known.update(zip(new, self._closer_shares(new, chunk)))
+        return [known[k] for k in keys]
+
+    def _closer_shares(self, pairs: list[tuple[int, tuple[int, ...]]], chunk: int) -> list[float]:
+        """:meth:`closer_shares` of (first result's row, relevant documents' rows) pairs (-1: not in the corpus)."""
         reference, ref = self.stats.reference, self.stats.reference_vectors
-        first = np.array([self.row(f) for f, _ in pairs])
+        first = np.array([f for f, _ in pairs], dtype=np.int64)
         owner = np.repeat(np.arange(len(pairs)), [len(r) for _, r in pairs])
-        rel = np.array([self.row(d) for _, r in pairs for d in r], dtype=np.int64)
+        rel = np.array([d for _, r in pairs for d in r], dtype=np.int64)
         keep = (rel >= 0) & (first[owner] >= 0)
         owner, rel = owner[keep], rel[keep]
         firsts = self.stats.tfidf(np.maximum(first, 0))

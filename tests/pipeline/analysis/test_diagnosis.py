@@ -3,6 +3,7 @@ rule firing, and a near miss that differs in the one piece of evidence the rule 
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from metrics.evaluation import evaluate
@@ -21,7 +22,7 @@ from pipeline.analysis.diagnosis import (
 )
 from pipeline.common.names import FAILURES_PREFIX as F
 from pipeline.data.collection import Collection
-from retrievers.text import Tokenizer
+from retrievers.text import Tokenizer, term_counts
 
 SYSTEMS = ["BM25", "LSA", "weighted", "RRF"]
 
@@ -430,3 +431,22 @@ def test_duplicate_groups_are_the_plain_pairwise_ones_in_every_job_of_a_process(
             rows = np.array([*range(len(job)), -1])  # and a question the run does not hold
             assert diagnosis._duplicate_groups(run, rows, docs, tokenizer, settings) == reference_groups(
                 run, rows, docs, tokenizer, settings)
+
+
+def test_a_sweeps_later_jobs_reuse_closer_shares_equal_to_fresh_ones(helpdesk_collection, helpdesk_runs):
+    c, tokenizer = helpdesk_collection, Tokenizer()
+    shared = term_counts(c.doc_ids, c.doc_texts, tokenizer)  # one process's counts, as every job of a sweep sees
+    for run in helpdesk_runs.values():
+        evaluation = evaluate(run, c.qrels, ["mrr"])
+        fresh = diagnose(c, run, evaluation, tokenizer, DiagnosisSettings(),
+                         term_counts(c.doc_ids, c.doc_texts, tokenizer))
+        remembered = diagnose(c, run, evaluation, tokenizer, DiagnosisSettings(), shared)
+        pd.testing.assert_series_equal(remembered["closer_share"], fresh["closer_share"])
+    memo = shared.derived["diagnosis"].closer
+    assert memo  # the context test ran, and its shares were kept
+    for key in memo:
+        memo[key] = 0.5  # a value no share here has: the next job must read it rather than compute again
+    run = helpdesk_runs["BM25"]
+    again = diagnose(c, run, evaluate(run, c.qrels, ["mrr"]), tokenizer, DiagnosisSettings(), shared)
+    tested = again["closer_share"].dropna()
+    assert len(tested) and (tested == 0.5).all()
