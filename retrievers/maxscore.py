@@ -209,13 +209,20 @@ class Postings:
         start = np.where(first > 0, ends[np.maximum(first - 1, 0)], 0)
         end = ends[last - 1]
         leading = (n_frequent == 0) | (ends[first + np.maximum(n_frequent, 1) - 1] == start)
+        # the most a document can score from the question's frequent terms alone (their largest weights summed):
+        # below the bound, only documents with one of its other terms can rank (see _rare_only)
+        frequent_most = (np.add.reduceat(np.where(frequent, self.top[terms], 0.0), first) if len(asked)
+                         else np.zeros(0)) * (1 + MARGIN)
+        rare_only = leading & (end > start) & (bound > threshold) & (frequent_most < bound)
         ends = ends.tolist()
         sums = np.zeros(self.n_docs)  # scratch, overwritten by each question
         weights = self.rows
-        for i, p, stop, n, lo, hi, ordered, b in zip(asked.tolist(), first.tolist(), last.tolist(),
-                                                     n_frequent.tolist(), start.tolist(), end.tolist(),
-                                                     leading.tolist(), bound.tolist()):
-            if ordered:
+        for i, p, stop, n, lo, hi, ordered, b, few in zip(asked.tolist(), first.tolist(), last.tolist(),
+                                                          n_frequent.tolist(), start.tolist(), end.tolist(),
+                                                          leading.tolist(), bound.tolist(), rare_only.tolist()):
+            if few:
+                docs, scores = self._rare_only(rows[p : p + n], rare_docs[lo:hi], rare_weights[lo:hi], b, sums)
+            elif ordered:
                 # frequent terms first (BM25 numbers terms by decreasing document frequency): their rows, the
                 # first two added in one pass, then every other posting in one np.add.at
                 if n >= 2:
@@ -230,14 +237,42 @@ class Postings:
                     np.add.at(sums, rare_docs[lo:hi], rare_weights[lo:hi])
             else:
                 self._interleaved(p, stop, rows, ends, lo, rare_docs, rare_weights, sums)
-            docs = (sums >= b if b > threshold else sums > threshold).nonzero()[0]
-            scores = sums[docs]
+            if not few:
+                docs = (sums >= b if b > threshold else sums > threshold).nonzero()[0]
+                scores = sums[docs]
             if len(docs) > 2 * k:
                 keep = scores >= np.partition(scores, len(docs) - k)[len(docs) - k]
                 docs, scores = docs[keep], scores[keep]
             order = np.argsort(-scores, kind="stable")[:k]  # documents are in ascending order: ties stay so
             out_docs[i, : len(order)] = docs[order]
             out_scores[i, : len(order)] = scores[order]
+
+    def _rare_only(self, rows: list[int], docs: np.ndarray, weights: np.ndarray, bound: float,
+                   sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The documents of a question's other terms' postings (``docs``, ``weights``: in ascending term order)
+        scoring at least ``bound``, with their exact scores, ascending by document; ``rows``: its frequent terms.
+
+        For a question whose frequent terms can add up to less than the bound (their largest weights summed,
+        with a margin), a document without any of its other terms scores below the bound: only the documents in
+        those terms' postings are scored, in the scratch ``sums`` (only their places are written), each exactly
+        as :meth:`_whole_block` scores every document (its frequent terms' weights in order, then its other
+        weights in term order), so the scores are the same to the bit and nothing that could rank is left out.
+        At 100,000 documents a question's other terms list a few thousand, where adding whole rows and scanning
+        them cost a pass over every document each. (A document listed twice gets the same value twice: the
+        frequent terms' sums need no deduplication.)"""
+        if rows:
+            scores = self.rows[rows[0]].take(docs)
+            for row in rows[1:]:
+                scores += self.rows[row].take(docs)
+            sums[docs] = scores
+        else:
+            sums[docs] = 0.0
+        np.add.at(sums, docs, weights)
+        ranked = docs[sums.take(docs) >= bound]
+        ranked.sort()
+        if len(ranked) > 1:
+            ranked = ranked[np.concatenate(([True], ranked[1:] != ranked[:-1]))]
+        return ranked, sums.take(ranked)
 
     def _interleaved(self, first, last, rows, ends, run, rare_docs, rare_weights, sums) -> None:
         """Pairs ``first`` .. ``last`` (one question) summed into ``sums`` in ascending term order, frequent terms
