@@ -237,7 +237,7 @@ class _Drawer:
 
     A sweep's jobs each hand two plots over. Forking a copy per job cost the job more than the fork: the copy
     shares every page of a process of some 400 MB, so each page the job then writes is copied first (about
-    21,000 page faults a job; a 12-point SciFact sweep's driver spent 1.7-1.9 s in the kernel, 0.8-1.0 s now). This
+    21,000 page faults a job; a 12-point SciFact sweep's driver spent 1.5-2.0 s in the kernel, 0.8-1.0 s now). This
     copy is forked once per process and fed the figures' makers through a pipe; it claims and writes each file
     as :func:`_drawn_by_a_copy` does, then says it is done. Only figures given as picklable makers come here
     (a built figure or a closure goes to a copy of its own). It ignores Ctrl-C, as the store process does: the
