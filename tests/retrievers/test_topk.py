@@ -179,3 +179,25 @@ def test_questions_with_unsorted_or_repeated_terms_rank_as_their_canonical_form(
     clean = sp.csr_matrix((messy.toarray() > 0).astype(float))
     for got, want in zip(index.top_k(messy, 10, 1e-9), index.top_k(clean, 10, 1e-9)):
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_question_whose_frequent_terms_cannot_reach_the_bound_is_scored_at_its_rarer_terms_documents(monkeypatch):
+    """Term 0 is in every document with a small weight, terms 1 and 2 in a few with large ones: a document with
+    only term 0 cannot reach the k-th best score, so only the rarer terms' documents are scored, each exactly as
+    the whole corpus would be (ties included, a document listed by both rarer terms once)."""
+    n_docs = 200  # a term in fewer than 200 / 16 documents is not kept as a dense row
+    matrix = np.zeros((3, n_docs))
+    matrix[0] = 0.01 * (1 + np.arange(n_docs) % 3)  # frequent: a dense row
+    matrix[1, [3, 10, 20, 30, 40]] = [2.0, 1.5, 2.0, 1.0, 0.5]
+    matrix[2, [10, 20, 50]] = [1.0, 0.5, 2.0]
+    questions = np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    seen = []
+    scored = Postings._rare_only
+    monkeypatch.setattr(Postings, "_rare_only", lambda self, rows, docs, *rest: seen.append(sorted(set(docs.tolist())))
+                        or scored(self, rows, docs, *rest))
+    for k in (1, 2, 3):
+        seen.clear()
+        (docs, scores), dense = postings_top_k(matrix, questions, k, 1e-9)
+        assert as_lists(docs, scores) == by_sorting(dense, k, 1e-9), k
+        # the first two questions only (the third has no rarer term): their rarer terms' documents, not all 200
+        assert seen == [[3, 10, 20, 30, 40, 50], [3, 10, 20, 30, 40]], k
