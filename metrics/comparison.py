@@ -21,7 +21,7 @@ from metrics.bootstrap import (
     resample_means,
     resample_means_by_counts,
 )
-from metrics.significance import holm, randomisation_p_values
+from metrics.significance import holm, pair_p_values, randomisation_p_values
 
 BETTER, WORSE, SAME = "better", "worse", "indistinguishable"
 PAIR_COLUMNS = 256  # all_pairs works on this many (pair, metric) columns at a time
@@ -168,14 +168,20 @@ def all_pairs(
         shared = shared.intersection(tables[name].index, sort=False)
     if len(shared) == 0:
         raise ValueError("the systems have no question in common")
-    values = [tables[name].loc[shared, list(metrics)].to_numpy(dtype=np.float64) for name in names]
-    diff = np.concatenate([values[i] - values[j] for i, j in pairs], axis=1)  # questions x (pair, metric)
-    low, high, p = (np.empty(diff.shape[1]) for _ in range(3))
-    for start in range(0, diff.shape[1], PAIR_COLUMNS):  # a block at a time: memory stays flat with many systems
-        block = slice(start, start + PAIR_COLUMNS)  # (each block draws the same resamples and flips: same seed)
-        low[block], high[block] = percentile_bounds(resample_means_by_counts(diff[:, block], resamples, seed),
-                                                    confidence)
-        p[block] = randomisation_p_values(diff[:, block], permutations, seed)
+    width = len(metrics)
+    values = np.concatenate([tables[name].loc[shared, list(metrics)].to_numpy(dtype=np.float64) for name in names],
+                            axis=1)  # questions x (system, metric)
+    first = np.array([i * width + k for i, _ in pairs for k in range(width)], dtype=np.int64)  # (pair, metric) ->
+    second = np.array([j * width + k for _, j in pairs for k in range(width)], dtype=np.int64)  # a's, b's column
+    diff = values[:, first] - values[:, second]  # questions x (pair, metric)
+    # A resample's mean difference is the difference of the two systems' resample means: each system's column is
+    # resampled once (a sweep has fewer systems than pairs), the same resamples compare() draws.
+    means = resample_means_by_counts(values, resamples, seed)
+    low, high = np.empty(diff.shape[1]), np.empty(diff.shape[1])
+    for start in range(0, diff.shape[1], PAIR_COLUMNS):  # a block at a time: memory stays flat with many pairs
+        block = slice(start, start + PAIR_COLUMNS)
+        low[block], high[block] = percentile_bounds(means[:, first[block]] - means[:, second[block]], confidence)
+    p = pair_p_values(values, first, second, permutations, seed, PAIR_COLUMNS)
     by_metric = p.reshape(len(pairs), len(metrics))
     p_holm = np.column_stack([holm(by_metric[:, j]) for j in range(len(metrics))]).ravel()
     excludes = (low > 0) | (high < 0)

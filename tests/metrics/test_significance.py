@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from metrics.significance import holm, randomisation_test
+from metrics.significance import holm, pair_p_values, randomisation_p_values, randomisation_test
 
 
 def exact_sign_flip_p(d: np.ndarray) -> float:
@@ -45,6 +45,18 @@ def test_the_p_value_is_deterministic_for_a_seed():
     a, b = rng.random(30), rng.random(30)
     assert randomisation_test(a, b, seed=7) == randomisation_test(a, b, seed=7)
     assert len({randomisation_test(a, b, permutations=500, seed=s) for s in range(5)}) > 1
+
+
+def test_pairs_of_columns_get_the_p_values_of_their_differences():
+    rng = np.random.default_rng(4)
+    values = rng.random((60, 5)).round(2)  # ties between flipped and observed means: the tolerance is exercised
+    values[:, 3] = values[:, 1]  # two identical systems: p = 1
+    values[:5, 4] += 0.3
+    first, second = np.array([0, 0, 1, 2, 1, 4]), np.array([1, 2, 3, 3, 4, 0])
+    alone = randomisation_p_values(values[:, first] - values[:, second], permutations=3000, seed=5)
+    together = pair_p_values(values, first, second, permutations=3000, seed=5, block=4)  # two blocks of pairs
+    assert together.tolist() == alone.tolist() and together[2] == 1.0
+    assert pair_p_values(values, first, second, permutations=3000, seed=6).tolist() != alone.tolist()  # seeded
 
 
 def test_bad_input_is_refused():
