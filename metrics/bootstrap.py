@@ -8,6 +8,7 @@ to the digit. One set of resample indices serves every metric column at once.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -47,27 +48,51 @@ def resample_means(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed:
 
     Returns (resamples x columns). Rows are resampled together, so paired columns stay paired. ``progress`` is
     told how many resamples each chunk completed (a progress bar's ``update``).
+
+    A column's resample means depend on nothing but its values, ``resamples`` and ``seed``: the means of a column
+    seen before (a sweep's points often agree on every question of a metric: a quarter of a BM25 k1/b sweep's
+    columns) are remembered (:data:`REMEMBERED_COLUMNS`) rather than drawn again, the same to the bit.
     """
     values = _questions_by_columns(values)
     n = values.shape[0]
-    rng = np.random.default_rng(seed)
-    first, copies = _distinct_columns(values)
+    first, copies, keys = _distinct_columns(values)
     out = np.empty((resamples, len(first)))
-    columns = [np.ascontiguousarray(values[:, j]) for j in first]
-    step = max(1, _CHUNK_CELLS // n)
-    for start in range(0, resamples, step):
-        stop = min(start + step, resamples)
-        # one call per chunk draws the same stream as one rng.choice per resample (checked in the tests)
-        block = rng.integers(0, n, size=(stop - start, n))
-        for j, column in enumerate(columns):
-            out[start:stop, j] = np.take(column, block).mean(axis=1)
-        if progress is not None:
-            progress(stop - start)
+    todo = []
+    for k, key in enumerate(keys):
+        found = _REMEMBERED.get((key, resamples, seed))
+        if found is None:
+            todo.append(k)
+        else:
+            out[:, k] = found
+            _REMEMBERED.move_to_end((key, resamples, seed))
+    if not todo and progress is not None:
+        progress(resamples)
+    if todo:
+        rng = np.random.default_rng(seed)
+        columns = [np.ascontiguousarray(values[:, first[k]]) for k in todo]
+        step = max(1, _CHUNK_CELLS // n)
+        for start in range(0, resamples, step):
+            stop = min(start + step, resamples)
+            # one call per chunk draws the same stream as one rng.choice per resample (checked in the tests)
+            block = rng.integers(0, n, size=(stop - start, n))
+            for k, column in zip(todo, columns):
+                out[start:stop, k] = np.take(column, block).mean(axis=1)
+            if progress is not None:
+                progress(stop - start)
+        for k in todo:
+            _REMEMBERED[(keys[k], resamples, seed)] = out[:, k].copy()
+        while len(_REMEMBERED) > REMEMBERED_COLUMNS:
+            _REMEMBERED.popitem(last=False)
     return out[:, copies]
 
 
-def _distinct_columns(values: np.ndarray) -> tuple[list[int], np.ndarray]:
-    """The first of each set of bit-identical columns, and for every column the place of its set among them.
+REMEMBERED_COLUMNS = 256  # columns whose resample means are kept (5,000 resamples: 40 KB each), least recent out
+_REMEMBERED: OrderedDict[tuple[bytes, int, int], np.ndarray] = OrderedDict()
+
+
+def _distinct_columns(values: np.ndarray) -> tuple[list[int], np.ndarray, list[bytes]]:
+    """The first of each set of bit-identical columns, for every column the place of its set among them, and each
+    set's values as bytes.
 
     Metrics often agree question by question (hit rate, precision and nDCG at 1 with binary judgments; judged@k and
     precision@k where only relevant documents are judged): a column equal to an earlier one has the same resample
@@ -76,7 +101,7 @@ def _distinct_columns(values: np.ndarray) -> tuple[list[int], np.ndarray]:
     copies = np.array([seen.setdefault(values[:, j].tobytes(), len(seen)) for j in range(values.shape[1])],
                       dtype=np.int64)
     first = [int(np.flatnonzero(copies == k)[0]) for k in range(len(seen))]
-    return first, copies
+    return first, copies, list(seen)
 
 
 def resample_means_by_counts(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from metrics import evaluate
+from metrics import bootstrap, evaluate
 from metrics.bootstrap import bootstrap_ci, paired_difference, resample_means, resample_means_by_counts
 from pipeline.data import helpdesk
 from retrievers import BM25, LSA
@@ -71,20 +71,54 @@ def test_columns_are_resampled_together_as_pairs():
     assert np.allclose(means[:, 0] - means[:, 1], resample_means(values[:, 0] - values[:, 1])[:, 0])
 
 
-def test_columns_equal_question_by_question_have_the_resample_means_each_would_have_alone(monkeypatch):
+@pytest.fixture
+def nothing_remembered():
+    """No column's resample means remembered from an earlier test (and none left for the next)."""
+    bootstrap._REMEMBERED.clear()
+    yield
+    bootstrap._REMEMBERED.clear()
+
+
+def counting_gathers(monkeypatch) -> list[int]:
+    gathered: list[int] = []
+    real_take = np.take
+    monkeypatch.setattr(np, "take", lambda column, block: gathered.append(1) or real_take(column, block))
+    return gathered
+
+
+def test_columns_equal_question_by_question_have_the_resample_means_each_would_have_alone(monkeypatch,
+                                                                                          nothing_remembered):
     """Equal columns (hit_rate@1 and precision@1 ...) are resampled once: every column's means are, to the bit,
     those it has resampled on its own, and only distinct columns are gathered."""
     rng = np.random.default_rng(8)
     a, b = rng.random(50), (rng.random(50) < 0.3).astype(float)
     values = np.column_stack([a, b, a, b.copy(), -0.0 * a, 0.0 * a])  # -0.0 and 0.0: equal, not the same bits
-    gathered = []
     real_take = np.take
-    monkeypatch.setattr(np, "take", lambda column, block: gathered.append(1) or real_take(column, block))
+    gathered = counting_gathers(monkeypatch)
     together = resample_means(values, 300)
     assert len(gathered) == 4  # one chunk, four distinct columns
     monkeypatch.setattr(np, "take", real_take)
     for j in range(values.shape[1]):
         assert np.array_equal(together[:, j], resample_means(values[:, j], 300)[:, 0])
+
+
+def test_a_column_resampled_before_is_remembered_not_drawn_again(monkeypatch, nothing_remembered):
+    """A sweep's points often agree on every question of a metric: such a column's means are the ones remembered,
+    to the bit, and only the new columns are gathered (with the resamples they would have alone)."""
+    rng = np.random.default_rng(9)
+    a, b, c = rng.random(40), rng.random(40), rng.random(40)
+    first = resample_means(np.column_stack([a, b]), 400, seed=2)
+    gathered = counting_gathers(monkeypatch)
+    later = resample_means(np.column_stack([c, b, a]), 400, seed=2)
+    assert len(gathered) == 1  # c only (one chunk)
+    assert np.array_equal(later[:, 1:], first[:, ::-1])
+    bootstrap._REMEMBERED.clear()
+    assert np.array_equal(later, resample_means(np.column_stack([c, b, a]), 400, seed=2))  # drawn afresh
+    assert len(gathered) == 4
+    resample_means(a, 400, seed=3)  # another seed (or count of resamples) is another column
+    assert len(gathered) == 5
+    bootstrap._REMEMBERED[(a.tobytes(), 400, 2)] = np.full(400, 7.0)  # what is remembered is what is given
+    assert np.all(resample_means(a, 400, seed=2) == 7.0) and len(gathered) == 5
 
 
 def test_a_different_seed_or_confidence_changes_the_interval():
