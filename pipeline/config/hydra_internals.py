@@ -8,8 +8,10 @@ checks them all before anything starts, Hydra's sweeper composes them again to c
 (``validate_batch_is_legal``), and the launcher composes each once more to run it. Composing is ~70 ms of CPU
 per job (the defaults tree, every YAML file, the structured schemas); a copy of a composed config is ~4 ms.
 :class:`ComposedConfigs` stands in for the config loader's ``load_sweep_config`` for the length of a sweep:
-the first request for a job's overrides composes, the later ones get a deep copy (the launcher writes the job
-number into its config, so nobody may share one).
+the first request for a job's overrides composes, the later ones get a copy (the launcher writes the job
+number into its config, so nobody may share one). A copy is unpickled from the config pickled once (:class:`_Kept`):
+0.6 ms against 3.5 ms for ``copy.deepcopy`` of a composed config, which walks every node; the joblib launcher
+ships configs to its workers the same way.
 
 The result of ``load_sweep_config`` depends only on the master config's name and Hydra overrides and on the
 job's overrides (the config search path is fixed for the process), so those are the key. Pickled (a joblib
@@ -31,6 +33,7 @@ driver can check every job's config before any starts.
 from __future__ import annotations
 
 import copy
+import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,12 +44,27 @@ _SCALARS = (bool, int, float, str, type(None))
 _ABSENT = object()
 
 
+class _Kept:
+    """A config kept unchanged, handing out independent copies: unpickled from its pickle (every node, flag and
+    type as they were), or deep-copied when it does not pickle."""
+
+    def __init__(self, config: DictConfig) -> None:
+        self.config = config
+        try:
+            self.pickled: bytes | None = pickle.dumps(config, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # a value that does not pickle (never in rankscope's own configs)
+            self.pickled = None
+
+    def copy(self) -> DictConfig:
+        return pickle.loads(self.pickled) if self.pickled is not None else copy.deepcopy(self.config)
+
+
 @dataclass
 class _Composed:
     """A job's config as Hydra composed it, with its overrides parsed: a base for jobs that change values."""
 
     lines: tuple[str, ...]
-    config: DictConfig
+    kept: _Kept
     parsed: list[Any] = field(default_factory=list)  # hydra.core.override_parser.types.Override, when needed
     plain: dict[int, bool] = field(default_factory=dict)  # position -> may its value change (see _plain)
 
@@ -59,7 +77,7 @@ class ComposedConfigs:
         self.composed = 0  # configs Hydra composed
         self.derived = 0  # configs built from a composed one by setting other override values (see module)
         self.reused = 0  # requests answered with a copy of one composed or derived earlier
-        self._cache: dict[tuple, DictConfig] = {}
+        self._cache: dict[tuple, _Kept] = {}
         self._bases: dict[tuple, list[_Composed]] = {}  # master key -> configs Hydra composed
 
     def __call__(self, master_config: DictConfig, sweep_overrides: list[str]) -> DictConfig:
@@ -74,15 +92,15 @@ class ComposedConfigs:
             if found is not None:
                 self.derived += 1
             else:
-                found = type(self.loader).load_sweep_config(self.loader, master_config, list(sweep_overrides))
+                found = _Kept(type(self.loader).load_sweep_config(self.loader, master_config, list(sweep_overrides)))
                 self.composed += 1
                 self._bases.setdefault(master, []).append(_Composed(tuple(sweep_overrides), found))
             self._cache[key] = found
-        config = copy.deepcopy(found)
+        config = found.copy()
         OmegaConf.copy_cache(from_config=master_config, to_config=config)  # as Hydra does: same resolved values
         return config
 
-    def _derive(self, bases: list[_Composed], overrides: list[str]) -> DictConfig | None:
+    def _derive(self, bases: list[_Composed], overrides: list[str]) -> _Kept | None:
         """The job's config from a composed one whose overrides differ only in plain values; None if none fits
         or anything goes wrong (the caller composes)."""
         parsed = None
@@ -107,7 +125,7 @@ class ComposedConfigs:
             base.plain[position] = _plain_override(self.loader, base, position)
         return base.plain[position]
 
-    def _with_values(self, base: _Composed, parsed: list[Any], changed: list[int]) -> DictConfig | None:
+    def _with_values(self, base: _Composed, parsed: list[Any], changed: list[int]) -> _Kept | None:
         """A copy of the base's config with the changed overrides applied as Hydra applies them."""
         from hydra._internal.config_loader_impl import get_overrides_dirname
         from hydra.core.override_parser.types import OverrideType
@@ -117,7 +135,7 @@ class ComposedConfigs:
             if (now.type != OverrideType.CHANGE or now.package is not None or now.key_or_group != was.key_or_group
                     or now.is_sweep_override() or not isinstance(now.value(), _SCALARS)):
                 return None
-        config = copy.deepcopy(base.config)
+        config = base.kept.copy()
         for i in changed:  # ConfigLoaderImpl._apply_overrides_to_config, for a plain override
             OmegaConf.update(config, parsed[i].key_or_group, parsed[i].value(), merge=True)
         application = [o for o in parsed if not o.is_hydra_override()]
@@ -131,7 +149,7 @@ class ComposedConfigs:
         config.hydra.job.override_dirname = get_overrides_dirname(
             overrides=application, kv_sep=naming.kv_sep, item_sep=naming.item_sep,
             exclude_keys=naming.exclude_keys)
-        return config
+        return _Kept(config)
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_cache": {}, "_bases": {}}
@@ -153,15 +171,15 @@ def _plain_override(loader: Any, base: _Composed, position: int) -> bool:
     key = override.key_or_group
     if (override.type != OverrideType.CHANGE or override.package is not None or override.is_hydra_override()
             or key.startswith("hydra") or override.is_sweep_override() or "/" in key
-            or not isinstance(override.value(), _SCALARS) or _is_group(loader, base.config, key)):
+            or not isinstance(override.value(), _SCALARS) or _is_group(loader, base.kept.config, key)):
         return False
-    found = OmegaConf.select(base.config, key, default=_ABSENT, throw_on_resolution_failure=False)
+    found = OmegaConf.select(base.kept.config, key, default=_ABSENT, throw_on_resolution_failure=False)
     if found is _ABSENT or isinstance(found, (DictConfig, ListConfig)):
         return False
     for number, other in enumerate(base.parsed):  # overlapping keys: their order of application matters
         if number == position:
             continue
-        if (isinstance(other.value(), dict) or not _is_group(loader, base.config, other.key_or_group)) and (
+        if (isinstance(other.value(), dict) or not _is_group(loader, base.kept.config, other.key_or_group)) and (
                 other.key_or_group == key or key.startswith(other.key_or_group + ".")
                 or other.key_or_group.startswith(key + ".")):
             return False

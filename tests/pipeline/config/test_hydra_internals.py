@@ -13,7 +13,7 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 import pipeline.app
-from pipeline.config.hydra_internals import ComposedConfigs, compose_normally, compose_once
+from pipeline.config.hydra_internals import ComposedConfigs, _Kept, compose_normally, compose_once
 from pipeline.sweep.callback import job_override_lists, validate_jobs
 
 SWEEP = ["retriever.k1=0.9,1.2", "retriever.b=0.4,0.75"]
@@ -158,3 +158,25 @@ def test_a_value_hydra_rejects_gets_hydras_error(bad):
         compose_normally(loader)
         assert str(ours.value) == str(hydras.value) and type(ours.value.__cause__) is type(hydras.value.__cause__)
         assert (memo.composed, memo.derived) == (1, 0)
+
+
+def test_copies_of_a_kept_config_are_unpickled_whole_and_independent():
+    with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
+        master = compose("config", overrides=["corpus=scifact"], return_hydra_config=True)
+    kept = _Kept(master)
+    first = kept.copy()
+    assert kept.pickled is not None and described(first) == described(master) and first is not master
+    with open_dict(first):
+        first.hydra.job.num = 7
+        first.retriever.k1 = 2.5
+    second = kept.copy()
+    assert second.retriever.k1 == master.retriever.k1 and OmegaConf.is_missing(second.hydra.job, "num")
+
+
+def test_a_config_that_does_not_pickle_is_deep_copied():
+    config = OmegaConf.create({"a": {"b": 1}}, flags={"allow_objects": True})
+    config.a.f = lambda: 1  # a value pickle refuses
+    kept = _Kept(config)
+    copied = kept.copy()
+    copied.a.b = 2
+    assert kept.pickled is None and kept.copy().a.b == 1 and copied.a.f() == 1
