@@ -29,8 +29,8 @@ from pipeline.analysis.diagnosis import (
 from pipeline.common.names import DIAGNOSIS_FILE, PLOTS_DIR
 from pipeline.config.plan import JobPlan
 from pipeline.job.results import JobResult
-from pipeline.reports.html import Drawing
-from pipeline.reports.plots import Figure, failure_bars, metric_histogram
+from pipeline.reports.html import DPI, Drawing
+from pipeline.reports.plots import Figure, failure_bars_png, metric_histogram_png
 from retrievers.base import Documents, counts_of
 
 TERMINAL_QUESTIONS = 10  # failing questions printed per job; diagnosis.txt lists them all
@@ -43,7 +43,8 @@ class JobDiagnosis:
     system: str
     table: pd.DataFrame
     settings: DiagnosisSettings
-    figures: dict[str, Figure | Callable[[], Figure]]  # artifact stem ('ndcg_at_10_histogram') -> figure, or its maker
+    figures: dict[str, Figure | Callable[[], Figure | bytes]]  # artifact stem ('ndcg_at_10_histogram') -> figure,
+    # or the maker of it or of its PNG
     text_file: Path | None = None  # where write() put the whole section
 
     @cached_property
@@ -99,9 +100,11 @@ def diagnose_job(result: JobResult, plan: JobPlan, documents: Documents | None =
     add_columns(result.table, table)
     result.extra_metrics.update(failure_metrics(table))
     metric = plan.histogram_metric
-    figures: dict[str, Callable[[], Figure]] = {  # made by the copy that draws them (pipeline.reports.html.Drawing)
+    # drawn by the copy that draws them (pipeline.reports.html.Drawing), on the figures it drew the last job's on
+    figures: dict[str, Callable[[], bytes]] = {
         f"{parse_metric(metric).mlflow_key}_histogram": functools.partial(
-            metric_histogram, result.evaluation.per_question[metric].copy(), metric, result.system),
-        "failure_classes": functools.partial(failure_bars, failure_counts(table), result.system, len(table)),
+            metric_histogram_png, result.evaluation.per_question[metric].copy(), metric, result.system, DPI),
+        "failure_classes": functools.partial(failure_bars_png, failure_counts(table), result.system, len(table),
+                                             DPI),
     }
     return JobDiagnosis(result.system, table, settings, figures)

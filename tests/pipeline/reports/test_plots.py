@@ -193,6 +193,34 @@ def test_per_run_plots_keep_every_text_inside_the_image(questions):
             assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, text
 
 
+def test_a_sweeps_per_run_plots_drawn_on_the_kept_figures_are_the_pngs_fresh_ones_give(monkeypatch):
+    """The copy that draws a sweep's per-run plots redraws the figure it kept: each PNG is, byte for byte, what a
+    figure made afresh for that run gives (more or fewer questions, a run with none, other counts, names, metrics
+    and bins), and the kept figure is drawn again whenever it can be."""
+    monkeypatch.setattr(plots, "_KEPT", {})
+    rng = np.random.default_rng(0)
+    runs = [(pd.Series(rng.random(300)), "ndcg@10", "BM25 k1=0.9 b=0.4", 10),
+            (pd.Series(rng.random(300) ** 3), "ndcg@10", "BM25 k1=1.2 b=0.75", 10),
+            (pd.Series(np.r_[np.zeros(290), np.ones(10)]), "mrr", "a system with a much longer name than most", 10),
+            (pd.Series([], dtype=float), "ndcg@10", "nothing", 10),  # no mean to mark: a figure of its own
+            (pd.Series([0.5, np.nan]), "ndcg@10", "one", 10),
+            (pd.Series(rng.random(1000)), "ndcg@10", "BM25", 20),  # other bins: another figure
+            (pd.Series(rng.random(14)), "ndcg@5", "BM25", 20)]
+    kept = []
+    for values, metric, system, bins in runs:
+        png = plots.metric_histogram_png(values, metric, system, 110, bins=bins)
+        assert png == figure_png(plots.metric_histogram(values, metric, system, bins=bins), 110), (metric, system)
+        kept.append(plots._KEPT[plots._Histogram])
+    assert kept[0] is kept[1] is kept[2] and kept[3] is not kept[2] and kept[5] is kept[6]
+    failures = [({"vocabulary_gap": 3, "homonymy": 55, "late_rank": 64}, "BM25 k1=0.9", 300),
+                ({"vocabulary_gap": 10**6, "late_rank": 999_999, "duplicates": 1}, "a long name " * 3, 10**6),
+                ({}, "nothing failed", None), ({"duplicates": 4}, "BM25", 14)]
+    for counts, system, questions in failures:
+        png = plots.failure_bars_png(counts, system, questions, 110)
+        assert png == figure_png(plots.failure_bars(counts, system, questions), 110), system
+    assert isinstance(plots._KEPT[plots._FailureBars], plots._FailureBars)
+
+
 def test_a_ranking_full_to_its_depth_is_bucketed_apart_from_one_that_ended():
     ranks = pd.DataFrame({"a": [1, np.nan, np.nan, 4], "b": [np.nan, 2, np.nan, 11]}, index=["q1", "q2", "q3", "q4"])
     beyond = pd.DataFrame({"a": [pd.NA, 100, pd.NA, pd.NA], "b": [10, pd.NA, pd.NA, pd.NA]}, index=ranks.index,
