@@ -91,8 +91,27 @@ def redact_texts(texts: Sequence[str]) -> list[str]:
     (:data:`_NEEDED`) every pattern needs; testing each cell for each literal was most of the time. Here the texts
     are folded one by one (:func:`_fold`), joined, and each literal is looked for with ``str.find`` over the whole:
     a literal holds no separator, so each place it is found lies inside one text, and the texts it is found in are
-    exactly those redact_text would not return at once. Only those go through the substitutions."""
+    exactly those redact_text would not return at once. Only those go through the substitutions.
+
+    A text redacted before is not looked at again (:data:`REMEMBERED_TEXTS`): a sweep's jobs repeat more than nine
+    in ten of their cells (the questions, most of the diagnosis)."""
     texts = list(texts)
+    out: list[str | None] = [_REDACTED.get(text) for text in texts]
+    unseen = [i for i, known in enumerate(out) if known is None]
+    originals = [texts[i] for i in unseen]
+    for i, redacted in zip(unseen, _redact_unseen(list(originals))):
+        out[i] = redacted
+    if len(_REDACTED) + len(unseen) > REMEMBERED_TEXTS:
+        _REDACTED.clear()
+    _REDACTED.update(zip(originals, (out[i] for i in unseen)))
+    return out  # type: ignore[return-value]  (every place is filled)
+
+
+REMEMBERED_TEXTS = 2**16  # texts whose redaction is kept (all forgotten at once beyond it)
+_REDACTED: dict[str, str] = {}
+
+
+def _redact_unseen(texts: list[str]) -> list[str]:
     folded = [_fold(t) for t in texts]
     starts = list(accumulate((len(f) + 1 for f in folded[:-1]), initial=0))  # where each text begins when joined
     joined = _SEPARATOR.join(folded)

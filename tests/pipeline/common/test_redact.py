@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pipeline.common import redact
 from pipeline.common.redact import (
     MASK,
     mask_yaml_file,
@@ -107,6 +108,24 @@ SECRETS_AND_NOT = [
 def test_redact_texts_is_redact_text_on_each(texts):
     """The joined search marks exactly the texts holding a literal: one split over two texts is in neither."""
     assert redact_texts(texts) == [redact_text(t) for t in texts]
+
+
+def test_a_text_redacted_before_is_looked_up_not_searched_again(monkeypatch):
+    """A sweep's jobs repeat most of their cells: the second time, a text's redaction is the one remembered (the
+    same as redacting it), and only texts not seen before are searched."""
+    monkeypatch.setattr(redact, "_REDACTED", {})
+    texts = ["plain", "api_key=abc123", "http://u:p@host"]
+    assert redact_texts(texts) == [redact_text(t) for t in texts]
+    searched = []
+    real = redact._redact_unseen
+    monkeypatch.setattr(redact, "_redact_unseen", lambda unseen: searched.append(list(unseen)) or real(unseen))
+    assert redact_texts([*texts, "token=xyz"]) == [redact_text(t) for t in [*texts, "token=xyz"]]
+    assert searched == [["token=xyz"]]
+    redact._REDACTED["plain"] = "remembered"  # what is remembered is what comes back
+    assert redact_texts(["plain"]) == ["remembered"]
+    monkeypatch.setattr(redact, "REMEMBERED_TEXTS", 5)  # beyond the bound everything is forgotten at once
+    redact_texts(["a", "b"])
+    assert set(redact._REDACTED) == {"a", "b"}
 
 
 def test_every_character_ignorecase_takes_for_a_letter_folds_to_that_letter():
