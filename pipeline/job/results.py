@@ -150,13 +150,12 @@ def per_question_table(collection: Collection, run: Run, evaluation: Evaluation)
         tops.append(" ".join(str(run.doc_ids[d]) for d in docs[docs != PAD]))
         lengths.append(int(run.lengths[row]))
     first = evaluation.first_relevant_rank.reindex(ids).to_numpy()
-    table = pd.DataFrame({"query_id": ids, "question": [texts.get(q, "") for q in ids]})
-    for column in per_question.columns:
-        table[column] = per_question[column].to_numpy()
-    table["first_relevant_rank"] = pd.Series(first, dtype="Int64").where(lambda r: r > 0).to_numpy()  # 0: none
-    table["retrieved"] = lengths
-    table[f"top_{TOP_SHOWN}"] = tops
-    return table
+    columns: dict[str, object] = {"query_id": ids, "question": [texts.get(q, "") for q in ids]}
+    columns.update({column: per_question[column].to_numpy() for column in per_question.columns})
+    columns["first_relevant_rank"] = pd.Series(first, dtype="Int64").where(lambda r: r > 0).to_numpy()  # 0: none
+    columns["retrieved"] = lengths
+    columns[f"top_{TOP_SHOWN}"] = tops
+    return pd.DataFrame(columns)  # made at once: a column added at a time was 5 ms of a job
 
 
 def write_results(result: JobResult, cfg: DictConfig, out_dir: Path) -> list[Path]:
