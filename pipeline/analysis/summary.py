@@ -158,8 +158,12 @@ def unique_names(systems: list[SystemRun]) -> None:
 
 def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpec], primary: MetricSpec,
               confidence: float = 0.95, resamples: int = 5000, seed: int = 0,
-              permutations: int = 10000) -> SweepSummary:
-    """Means from the runs' metrics; groups, ties, ranks and paired differences from their per-question tables."""
+              permutations: int = 10000, compare: bool = True) -> SweepSummary:
+    """Means from the runs' metrics; groups, ties, ranks and paired differences from their per-question tables.
+
+    With ``compare=False`` the comparisons between systems (the differences against the top one and which tie with
+    it, every pair's statistics, the question set's sensitivity) are left for :func:`compare_systems`: a sweep's end
+    starts drawing the figures that need none of them first."""
     summary = SweepSummary(parent_run_id, systems, show, primary, confidence)
     done = summary.finished
     if not done:
@@ -181,11 +185,23 @@ def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpe
         {s.name: s.per_question["first_relevant_rank"].astype("Int64") for s in done}
     ).rename_axis("query_id")
     summary.beyond = pd.DataFrame({s.name: beyond_depth(s.per_question) for s in done}).rename_axis("query_id")
-    names = [spec.name for spec in show if all(spec.name in s.per_question.columns for s in done)]
-    summary.groups = identical_groups(done, names)
+    summary.groups = identical_groups(done, _compared_metrics(summary))
+    summary.best = summary.group_of(best.name)[0]
+    if compare:
+        compare_systems(summary, confidence, resamples, seed, permutations)
+    return summary
+
+
+def compare_systems(summary: SweepSummary, confidence: float = 0.95, resamples: int = 5000, seed: int = 0,
+                    permutations: int = 10000) -> None:
+    """Add to a summary made with ``compare=False`` the differences of each group against the top one (and which
+    tie with it on the primary metric), every pair's statistics and the sensitivity of the question set."""
+    done = summary.finished
+    if not done or not summary.same_data:
+        return
+    names = _compared_metrics(summary)
     by_name = {s.name: s for s in done}
-    top = by_name[summary.group_of(best.name)[0]]
-    summary.best = top.name
+    top = by_name[summary.best]
     frames = []
     others = [by_name[group[0]] for group in summary.groups if group[0] != top.name] if names else []
     against_top = compare_many(top.per_question[names], {s.name: s.per_question[names] for s in others}, names,
@@ -197,6 +213,7 @@ def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpe
         table = against_top[system.name].table
         frames.append(table.assign(system=system.name, same_as="; ".join(group[1:]))
                       .reset_index().set_index(["system", "metric"]))
+    primary = summary.primary
     if frames:
         summary.differences = pd.concat(frames)
         if primary.name in names:
@@ -209,7 +226,11 @@ def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpe
     if primary.name in names:
         summary.sensitivity = pair_sensitivity({rep: by_name[rep].per_question[primary.name]
                                                 for rep in summary.representatives}, summary.alpha, summary.power)
-    return summary
+
+
+def _compared_metrics(summary: SweepSummary) -> list[str]:
+    """The shown metrics every finished system's per-question table holds."""
+    return [spec.name for spec in summary.show if all(spec.name in s.per_question.columns for s in summary.finished)]
 
 
 def identical_groups(systems: list[SystemRun], metrics: list[str]) -> list[list[str]]:

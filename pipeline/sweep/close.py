@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.analysis.summary import SweepSummary, SystemRun, summarize
+from pipeline.analysis.summary import SweepSummary, SystemRun, compare_systems, summarize
 from pipeline.common import commands
+from pipeline.common.forking import one_blas_thread
 from pipeline.common.names import (
     DIFFERENCES_FILE,
     JOBS_PREFIX,
@@ -25,7 +26,7 @@ from pipeline.common.redact import redact_text
 from pipeline.config.build import metric_plan
 from pipeline.job.context import SweepHandle
 from pipeline.reports.text import sweep_text
-from pipeline.sweep.report import plots_and_report
+from pipeline.sweep.report import FirstFigures, plots_and_report
 from pipeline.sweep.resume import sweep_state
 from pipeline.tracking.client import MlflowClient
 from pipeline.tracking.readback import child_runs
@@ -43,23 +44,30 @@ def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, 
     Closed again (a resumed or synced sweep), the parent's ``jobs/*`` metrics get the next step."""
     plan = metric_plan(metrics)
     systems = children_closed(parent, experiment_id)
-    summary = summarize(systems, parent.run_id, plan.show, plan.primary, plan.confidence, plan.resamples, plan.seed)
-    unlogged = pending_records(sweep_dir)
-    text = sweep_text(summary, title)
-    if unlogged:
-        folders = ", ".join(str(folder.relative_to(sweep_dir)) for folder, _ in unlogged)
-        text += (f"\n\nNOT LOGGED: {len(unlogged)} job(s) computed their results but could not log them (folders "
-                 f"{folders}); once the tracking store answers: {sync_command(sweep_dir)}")
-    where = run_location(uri, experiment_id, parent.run_id)
-    handle = SweepHandle.read(sweep_dir)
-    view = save_view(parent.client, experiment_id, plan.primary.mlflow_key, plan.primary.name,
-                     handle.varying if handle else [])
-    print(f"\n{text}\n\nMLflow: parent {where}\nMLflow view ({plan.primary.name} and the swept settings as columns): "
-          f"{redact_text(view_url(uri, experiment_id, view))}", flush=True)
-    # Plug-in point: later views of the sweep build from `summary` (read back from MLflow) and add files here.
-    files = write_summary(summary, text, sweep_dir)
-    files += plots_and_report(summary, plan, diagnosis, title, sweep_dir, parent,
-                              {"MLflow": f"parent {where}", "overrides": overrides})
+    summary = summarize(systems, parent.run_id, plan.show, plan.primary, plan.confidence, plan.resamples, plan.seed,
+                        compare=False)
+    first = FirstFigures(summary, plan, diagnosis, sweep_dir)  # drawn beside while the systems are compared
+    try:
+        with one_blas_thread(first.drawn_beside):  # a second BLAS thread would wait for the copy's core
+            compare_systems(summary, plan.confidence, plan.resamples, plan.seed)
+        unlogged = pending_records(sweep_dir)
+        text = sweep_text(summary, title)
+        if unlogged:
+            folders = ", ".join(str(folder.relative_to(sweep_dir)) for folder, _ in unlogged)
+            text += (f"\n\nNOT LOGGED: {len(unlogged)} job(s) computed their results but could not log them (folders "
+                     f"{folders}); once the tracking store answers: {sync_command(sweep_dir)}")
+        where = run_location(uri, experiment_id, parent.run_id)
+        handle = SweepHandle.read(sweep_dir)
+        view = save_view(parent.client, experiment_id, plan.primary.mlflow_key, plan.primary.name,
+                         handle.varying if handle else [])
+        print(f"\n{text}\n\nMLflow: parent {where}\nMLflow view ({plan.primary.name} and the swept settings as "
+              f"columns): {redact_text(view_url(uri, experiment_id, view))}", flush=True)
+        # Plug-in point: later views of the sweep build from `summary` (read back from MLflow) and add files here.
+        files = write_summary(summary, text, sweep_dir)
+        files += plots_and_report(summary, plan, diagnosis, title, sweep_dir, parent,
+                                  {"MLflow": f"parent {where}", "overrides": overrides}, first)
+    finally:
+        first.stop()  # stopped on the way (an error, Ctrl-C), no copy is left drawing
     failed = len(summary.failed)
     step = parent.metric_steps(JOBS_PREFIX + "finished")
     parent.log_metrics({JOBS_PREFIX + "finished": len(summary.finished), JOBS_PREFIX + "failed": failed,

@@ -36,7 +36,7 @@ from pipeline.common.names import (
 from pipeline.common.redact import redact_text
 from pipeline.config.build import MetricPlan
 from pipeline.config.plan import diagnosis_settings
-from pipeline.reports.html import Drawing, write_report
+from pipeline.reports.html import Drawing, save_figures, write_report
 from pipeline.reports.plots import Figure, first_relevant_heatmap, means_bars, paired_bootstrap, response_plot
 from pipeline.reports.sweep_page import DIAGNOSIS_COLUMNS, PageFiles, failing, sweep_page
 from pipeline.reports.tables import grid_axes, grid_frame, summary_tables, to_latex, to_markdown
@@ -79,6 +79,12 @@ def sweep_figures(summary: SweepSummary, plan: MetricPlan, settings: DiagnosisSe
     """Means with their intervals; and, when every system saw the same questions, the first-relevant heat map,
     the paired bootstrap of the two best distinct systems on the primary metric and, for a grid, its response.
     Systems with identical results are drawn once."""
+    return uncompared_figures(summary, plan, settings) + compared_figures(summary, plan)
+
+
+def uncompared_figures(summary: SweepSummary, plan: MetricPlan, settings: DiagnosisSettings) -> list[SweepFigure]:
+    """The figures that need no comparison between systems (:func:`pipeline.analysis.summary.compare_systems`):
+    the means, the first-relevant heat map, the paired bootstrap of the two best systems."""
     figures = []
     level = f"{plan.confidence:.0%}"
     means = long_means(summary, collapse=True).dropna(subset=["mean"])
@@ -100,12 +106,49 @@ def sweep_figures(summary: SweepSummary, plan: MetricPlan, settings: DiagnosisSe
         figures.append(SweepFigure("paired_bootstrap", f"Paired bootstrap of {primary}: the two best systems",
                                    paired_bootstrap(scores, primary, resamples=plan.resamples, seed=plan.seed,
                                                     confidence=plan.confidence)))
-    grid = grid_frame(summary)
-    if grid is not None:
-        x, hue = grid_axes(summary)
-        figures.append(SweepFigure("grid_response", f"{primary} across the grid {x} x {hue}",
-                                   response_plot(grid, x, hue, primary, plan.confidence)))
     return figures
+
+
+def compared_figures(summary: SweepSummary, plan: MetricPlan) -> list[SweepFigure]:
+    """For a grid, its response: it rings the top system and those tied with it."""
+    if not summary.same_data:
+        return []
+    grid = grid_frame(summary)
+    if grid is None:
+        return []
+    x, hue = grid_axes(summary)
+    primary = plan.primary.name
+    return [SweepFigure("grid_response", f"{primary} across the grid {x} x {hue}",
+                        response_plot(grid, x, hue, primary, plan.confidence))]
+
+
+class FirstFigures:
+    """The figures a sweep's end can draw before it compares its systems, being drawn by a forked copy (see
+    :class:`pipeline.reports.html.Drawing`) while this process compares them: the comparisons (0.3 s on SciFact)
+    and the drawing (0.6 s of CPU) no longer take turns. A failure to make them is kept, and reported where
+    :func:`plots_and_report` reports its own."""
+
+    def __init__(self, summary: SweepSummary, plan: MetricPlan, diagnosis: Mapping[str, Any],
+                 sweep_dir: Path) -> None:
+        self.figures: list[SweepFigure] = []
+        self.drawing: Drawing | None = None
+        self.error: Exception | None = None
+        if not summary.finished:
+            return
+        try:
+            self.figures = uncompared_figures(summary, plan, diagnosis_settings(diagnosis))
+            self.drawing = Drawing({f.stem: f.figure for f in self.figures}, sweep_dir / PLOTS_DIR)
+        except Exception as exc:
+            self.error = exc
+
+    @property
+    def drawn_beside(self) -> bool:
+        """Whether a copy is drawing them now."""
+        return self.drawing is not None and self.drawing.pid != 0
+
+    def stop(self) -> None:
+        if self.drawing is not None:
+            self.drawing.stop()
 
 
 def diagnosis_file(system: str, job: int) -> str:
@@ -177,28 +220,33 @@ def report_html(summary: SweepSummary, figures: list[SweepFigure], title: str, s
 
 
 def plots_and_report(summary: SweepSummary, plan: MetricPlan, diagnosis: Mapping[str, Any], title: str,
-                     sweep_dir: Path, parent: Tracker, meta: Mapping[str, str]) -> list[Path]:
+                     sweep_dir: Path, parent: Tracker, meta: Mapping[str, str],
+                     first: FirstFigures | None = None) -> list[Path]:
     """Save the plots, the report and the files it links to in the sweep folder; log the plots and each system's
     failing questions to the parent; return the report and the exported tables, to be logged with the parent's
-    other files.
+    other files. ``first``: the figures started before the systems were compared (made here otherwise).
 
     A failure here is reported on stderr and nothing is returned: the plots are a view of results that are
     logged anyway, and must never cost them.
     """
     if not summary.finished:
         return []
+    first = first if first is not None else FirstFigures(summary, plan, diagnosis, sweep_dir)
     try:
+        if first.error is not None or first.drawing is None:
+            raise first.error or RuntimeError("no figure was started")
         settings = diagnosis_settings(diagnosis)
-        figures = sweep_figures(summary, plan, settings)
-        # drawn by a forked copy while the tables are written, then by both processes; saved once, the page
-        # embeds the same PNGs (pipeline.reports.html draws each figure one time)
-        drawing = Drawing({f.stem: f.figure for f in figures}, sweep_dir / PLOTS_DIR)
+        # the first ones drawn by a forked copy while the systems were compared and the tables are written, then
+        # by both processes; the grid's response here; saved once, the page embeds the same PNGs
+        # (pipeline.reports.html draws each figure one time)
+        figures = first.figures + compared_figures(summary, plan)
         try:
             diagnoses, jobs = diagnoses_of(summary)
             files, root, per_system = write_beside(summary, diagnoses, jobs, sweep_dir)
-            plots = drawing.finish(share=True)
+            late = save_figures({f.stem: f.figure for f in figures[len(first.figures):]}, sweep_dir / PLOTS_DIR)
+            plots = [*first.drawing.finish(share=True), *late]
         finally:
-            drawing.stop()
+            first.stop()
         parent.log_files(plots, PLOTS_DIR)
         if per_system:
             parent.log_files(per_system, DIAGNOSIS_DIR)

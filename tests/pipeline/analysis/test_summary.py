@@ -9,7 +9,7 @@ import pytest
 from metrics.bootstrap import paired_difference
 from metrics.power import minimum_detectable_effect, questions_needed
 from metrics.spec import parse_metrics
-from pipeline.analysis.summary import SystemRun, summarize, unique_names
+from pipeline.analysis.summary import SystemRun, compare_systems, summarize, unique_names
 from pipeline.reports.text import sweep_text
 from retrievers import BM25, LSA, WeightedSum
 from tests.pipeline.measured import measured
@@ -151,6 +151,22 @@ def test_systems_whose_interval_against_the_top_contains_zero_are_tied_with_it(s
     for name in expected:
         assert any(line.startswith(name) and line.split()[1:2] == ["ndcg@5"] and line.endswith("tied")
                    for line in text.splitlines())
+
+
+def test_a_summary_compared_later_is_the_summary_compared_at_once(spec_systems):
+    """A sweep's end summarises first and compares its systems while its first figures are drawn: the summary it
+    ends with is the one made in one go (differences, ties, pairs, sensitivity), and before comparing it has the
+    means, groups, ranks and top system the figures need, and no comparison."""
+    at_once = summarize(spec_systems, "parent", SPEC_SHOW, SPEC_SHOW[3], resamples=500, permutations=500)
+    later = summarize(spec_systems, "parent", SPEC_SHOW, SPEC_SHOW[3], resamples=500, permutations=500,
+                      compare=False)
+    assert later.best == at_once.best == "RRF" and later.groups == at_once.groups
+    assert later.means.equals(at_once.means) and later.first_rank.equals(at_once.first_rank)
+    assert later.differences.empty and later.pairs.empty and later.tied == [] and later.sensitivity.empty
+    compare_systems(later, resamples=500, permutations=500)
+    assert later.differences.equals(at_once.differences) and later.pairs.equals(at_once.pairs)
+    assert later.tied == at_once.tied and later.sensitivity.equals(at_once.sensitivity)
+    assert sweep_text(later, "SPEC") == sweep_text(at_once, "SPEC")
 
 
 def test_a_system_ahead_of_every_other_is_named_best(spec_systems, helpdesk_collection):
