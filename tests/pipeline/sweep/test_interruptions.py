@@ -69,7 +69,7 @@ def test_a_stopped_sweep_says_in_one_line_what_was_saved_and_how_to_resume(launc
     wait_until_logged(sweep_dir / "0", process)
     process.send_signal(sig)
     _, err = process.communicate(timeout=300)
-    assert process.returncode == status
+    assert process.returncode == status, err[-3000:]
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
     assert lines[0].startswith(f"rankscope: stopped by {word}: ")
