@@ -133,6 +133,11 @@ def _claim_file(path: Path) -> Path:
 
 
 def _draw(fig: Figure, dpi: int) -> bytes:
+    return png_bytes(fig, dpi)
+
+
+def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
+    """The figure drawn now as PNG bytes (nothing remembered: see :func:`figure_png` for that)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()

@@ -7,7 +7,6 @@ Each plot is titled, labels its axes with units, and stays legible from 14 to 1,
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
 
 import numpy as np
@@ -22,6 +21,7 @@ from matplotlib.ticker import MaxNLocator
 
 from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_bounds, resample_means
 from pipeline.analysis.diagnosis import CAUSES, CLASSES, LABELS
+from pipeline.reports.html import png_bytes
 
 # Above this many questions the rank heat map shows rank buckets per system instead of one row per question.
 HEATMAP_MAX_ROWS = 50
@@ -311,7 +311,7 @@ def metric_histogram_png(values: pd.Series, metric: str, system: str, dpi: int, 
         kept.refill(data, metric, system)
     else:
         kept = _KEPT[_Histogram] = _Histogram(data, metric, system, bins)
-    return _png(kept.fig, dpi)
+    return png_bytes(kept.fig, dpi)
 
 
 def failure_bars_png(counts: Mapping[str, int], system: str, questions: int | None, dpi: int) -> bytes:
@@ -323,16 +323,10 @@ def failure_bars_png(counts: Mapping[str, int], system: str, questions: int | No
         kept.refill(values, system, questions)
     else:
         kept = _KEPT[_FailureBars] = _FailureBars(values, system, questions)
-    return _png(kept.fig, dpi)
+    return png_bytes(kept.fig, dpi)
 
 
 _KEPT: dict[type, object] = {}  # per process: the per-run plot of each kind drawn last
-
-
-def _png(fig: Figure, dpi: int) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi)
-    return buffer.getvalue()
 
 
 def _scores(values: pd.Series) -> np.ndarray:
