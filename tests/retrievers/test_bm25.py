@@ -9,6 +9,9 @@ import numpy as np
 import pytest
 
 from retrievers import BM25
+from retrievers import bm25 as bm25_module
+from retrievers.base import counts_of
+from retrievers.bm25 import LAYOUT_KEY, layout_of
 from retrievers.text import Tokenizer
 
 
@@ -64,3 +67,27 @@ def test_unknown_terms_give_an_empty_ranking():
 def test_invalid_parameters_are_refused(params):
     with pytest.raises(ValueError):
         BM25(**params)
+
+
+def test_a_k1_b_sweep_on_shared_counts_lays_them_out_once_and_scores_as_fresh_indexes_do(helpdesk_collection):
+    c = helpdesk_collection
+    shared = counts_of(c, Tokenizer())
+    points = [(0.6, 0.3), (1.2, 0.75), (0.9, 0.4), (2.0, 1.0)]
+    indexes = [BM25(k1=k1, b=b).index(c, shared) for k1, b in points]  # later ones reuse the first's layout
+    assert shared.derived[LAYOUT_KEY] is layout_of(shared)
+    for (k1, b), index in zip(points, indexes):
+        fresh = BM25(k1=k1, b=b).index(c)  # its own counts, its own layout
+        assert np.array_equal(index.scores(c.query_texts), fresh.scores(c.query_texts))  # bit for bit
+        ranked, expected = index.rank(c.query_ids, c.query_texts), fresh.rank(c.query_ids, c.query_texts)
+        assert np.array_equal(ranked.doc_ids[ranked.docs], expected.doc_ids[expected.docs])
+        assert np.array_equal(ranked.scores, expected.scores, equal_nan=True)  # NaN pads a short ranking
+    layout = shared.derived[LAYOUT_KEY]
+    assert not (layout.by_term.data.flags.writeable or layout.by_term.indices.flags.writeable)
+    assert layout.by_term.data.max() == max(int(v) for v in shared.counts.data)  # still counts, never weighed
+
+
+def test_a_layout_too_large_to_keep_is_handed_to_its_one_index(helpdesk_collection, monkeypatch):
+    monkeypatch.setattr(bm25_module, "KEPT_LAYOUT_POSTINGS", 10)
+    shared = counts_of(helpdesk_collection, Tokenizer())
+    layout = layout_of(shared)
+    assert LAYOUT_KEY not in shared.derived and layout.counts() is layout.by_term  # no second copy
