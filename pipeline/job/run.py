@@ -234,14 +234,14 @@ class Job:
         """The job's files, its plots started; and the text it prints. The function returned waits for the plots,
         then saves ``record.json`` (what the MLflow run will hold, every file listed) before anything is logged."""
         out, c = self.ctx.output_dir, result.collection
-        # the plots, the per-question CSV and the run file are written on the other core while this one goes on
-        plots = diagnosis.start_writing(out, files_beside(result, out))
-        files = write_results(result, self.cfg, out)
+        # the plots and the files that take time to format are written on the other core while this one goes on
+        table, dtypes = self.destination.table_file(result.table)
+        plots = diagnosis.start_writing(out, {**files_beside(result, self.cfg, out), out / PER_QUESTION_TABLE: table})
+        files = write_results(result, out)  # the table is logged as the record's table, not as a file
         self.tags.update({TAG_CORPUS_DIGEST: c.digest, TAG_CORPUS: c.name,
                           TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}"})
         if notes := result.note_lines():
             self.tags[TAG_NOTES] = "\n".join(notes)[:MAX_TAG]
-        dtypes = self.destination.save_table(result.table, out / PER_QUESTION_TABLE)
         dataset = self.destination.dataset(c.doc_ids, c.doc_texts, f"{c.name}/{c.split}", c.digest, c.source or c.name)
         name = run_name(self.system, corpus_label(c.name, c.split))
         record = self.destination.record(name, self.tags, self.started_ms, params=plan.params(self.ctx.choices),

@@ -4,15 +4,16 @@ waits for its plots (drawn by a forked copy) until the next job has computed, or
 from __future__ import annotations
 
 import pytest
+import yaml
 from hydra import compose, initialize_config_dir
 
 import pipeline.app
 from metrics.trec import write_trec_run
-from pipeline.common.names import PER_QUESTION_FILE, RUN_FILE
+from pipeline.common.names import CONFIG_FILE, MEANS_FILE, PER_QUESTION_FILE, PER_QUESTION_TABLE, RUN_FILE
 from pipeline.job.context import JobContext, SweepHandle
 from pipeline.job.run import execute_job, finish_waiting
-from pipeline.tracking.records import JobRecord
-from pipeline.tracking.runs import Tracker
+from pipeline.tracking.records import JobRecord, read_table
+from pipeline.tracking.runs import Tracker, redacted_frame
 from pipeline.tracking.store import Store
 
 
@@ -61,9 +62,10 @@ def test_a_job_of_an_in_process_sweep_is_logged_once_the_next_one_has_computed(s
     assert {r.info.status for r in runs} == {"FINISHED"}
 
 
-def test_the_run_file_and_per_question_table_written_beside_a_job_are_the_files_of_its_result(sweep):
-    """A job hands its two slowest files to the process drawing its plots; they hold what the job computed, and
-    are there, listed and logged, once it is logged."""
+def test_the_files_written_beside_a_job_are_the_files_of_its_result(sweep):
+    """A job hands the files that take time to format to the process drawing its plots (the run file, the
+    per-question CSV and MLflow table, the config, the means); they hold what the job computed, and are there,
+    listed and logged, once it is logged."""
     job, client, sweep_dir = sweep
     result = job(0).result
     finish_waiting()
@@ -71,9 +73,16 @@ def test_the_run_file_and_per_question_table_written_beside_a_job_are_the_files_
     reference = write_trec_run(result.run, sweep_dir / "reference.trec", "_".join(result.system.split()))
     assert (folder / RUN_FILE).read_bytes() == reference.read_bytes()
     assert (folder / PER_QUESTION_FILE).read_text(encoding="utf-8") == result.table.to_csv(index=False)
+    assert (folder / MEANS_FILE).read_text(encoding="utf-8") == result.means_frame().to_csv()
+    config = yaml.safe_load((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+    assert config["retriever"]["k1"] == 1.0 and config["corpus"]["name"] == result.collection.name
     record = JobRecord.load(folder)
-    assert {RUN_FILE, PER_QUESTION_FILE} <= set(record.files)
-    assert {RUN_FILE, PER_QUESTION_FILE} <= {f.path for f in client.list_artifacts(record.run_id)}
+    expected = redacted_frame(result.table).to_json(orient="split", index=False, date_format="iso")
+    assert (folder / PER_QUESTION_TABLE).read_text(encoding="utf-8") == expected  # MLflow's table format
+    assert list(read_table(folder / PER_QUESTION_TABLE, record.table_dtypes).columns) == list(result.table.columns)
+    assert {RUN_FILE, PER_QUESTION_FILE, CONFIG_FILE, MEANS_FILE} <= set(record.files)
+    assert {RUN_FILE, PER_QUESTION_FILE, CONFIG_FILE, MEANS_FILE, PER_QUESTION_TABLE} <= {
+        f.path for f in client.list_artifacts(record.run_id)}
 
 
 def test_jobs_in_worker_processes_are_logged_before_they_return(sweep):

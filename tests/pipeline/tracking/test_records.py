@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 import signal
 
@@ -15,7 +16,7 @@ from pipeline.common.names import PER_QUESTION_TABLE, TAG_CODE_VERSION, TAG_CONF
 from pipeline.common.redact import redact_text
 from pipeline.config.plan import config_digest
 from pipeline.sync import main as sync_main
-from pipeline.tracking.records import JobRecord, pending_records, publish, read_table, save_table
+from pipeline.tracking.records import JobRecord, pending_records, publish, read_table, save_table, table_file
 from pipeline.tracking.runs import Tracker, redacted_frame
 from pipeline.tracking.store import Store, StoreUnavailable
 
@@ -172,3 +173,5 @@ def test_the_saved_table_is_byte_for_byte_what_redacting_cell_by_cell_saved(tmp_
     old.to_json(tmp_path / "old.json", orient="split", index=False, date_format="iso")
     assert (tmp_path / "new.json").read_bytes() == (tmp_path / "old.json").read_bytes()
     assert dtypes == {str(k): str(v) for k, v in old.dtypes.items()}
+    maker, types = table_file(frame)  # as a job hands it to the process drawing its plots: pickled
+    assert pickle.loads(pickle.dumps(maker))() == (tmp_path / "old.json").read_bytes() and types == dtypes
