@@ -80,7 +80,7 @@ def weigh(by_term: sp.csr_matrix, norms: np.ndarray, k1: float, chunk: int = 2**
 
 
 # Layouts of term counts with at most this many postings are kept with the counts (TermCounts.derived), for every
-# later k1 and b: a second copy of the counts (12 bytes a posting: 100 MB at this size) for a sweep's life.
+# later k1 and b: a second copy of the counts (12 bytes a posting: 100 MB at this size) as long as the counts live.
 KEPT_LAYOUT_POSTINGS = 2**23
 LAYOUT_KEY = "bm25_layout"  # its place in TermCounts.derived
 

@@ -20,7 +20,7 @@ from pipeline.tracking import background
 from pipeline.tracking.client import MlflowClient
 from pipeline.tracking.identity import Identity
 from pipeline.tracking.provenance import code_version
-from pipeline.tracking.records import JobRecord, Published, finished_run, now_ms, publish, save_table, table_file
+from pipeline.tracking.records import JobRecord, Published, finished_run, now_ms, publish, table_file
 from pipeline.tracking.runs import dataset_fields
 from pipeline.tracking.store import (
     STORE_ERRORS,
@@ -76,14 +76,9 @@ class Destination:
                              ended_ms=now_ms(), **fields)
 
     @staticmethod
-    def save_table(frame: pd.DataFrame, path: Path) -> dict[str, str]:
-        """The per-question table in MLflow's table format, secrets masked; returns its column types."""
-        return save_table(frame, path)
-
-    @staticmethod
     def table_file(frame: pd.DataFrame) -> tuple[Callable[[], bytes], dict[str, str]]:
-        """:meth:`save_table` as the maker of the file's bytes (for another process to write) and the column
-        types."""
+        """The per-question table in MLflow's table format, secrets masked, as the maker of the file's bytes (for
+        another process to write), and its column types."""
         return table_file(frame)
 
     def dataset(self, doc_ids: list[str], texts: list[str], name: str, digest: str, source: str) -> dict[str, str]:
