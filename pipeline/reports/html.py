@@ -133,6 +133,9 @@ def _claim_file(path: Path) -> Path:
 
 
 def _draw(fig: Figure, dpi: int) -> bytes:
+    """Where a figure this module remembers (:func:`figure_png`) or hands to a copy is drawn: one seam, so that what
+    is drawn, and how often, can be watched (the tests count draws here); the kept per-run plots call
+    :func:`png_bytes` directly."""
     return png_bytes(fig, dpi)
 
 
