@@ -184,3 +184,34 @@ def test_a_mean_is_its_correctly_rounded_sum_whatever_the_order_of_the_questions
         assert exact_mean(shuffled).tolist() == means.tolist()
     assert exact_mean(np.array([1e16, 1.0, -1e16])).tolist() == [1 / 3]  # naive summation gives 0
     assert [iv.mean for iv in bootstrap_ci(values, 50)] == means.tolist()
+
+
+def test_resample_indices_are_kept_for_the_next_resampling_of_as_many_questions(monkeypatch, nothing_remembered):
+    """A sweep's jobs resample the same questions: the indices are drawn once (the stream a fresh draw gives, and
+    nobody may change them), later resamplings of as many questions reuse them; a large set is never kept."""
+    monkeypatch.setattr(bootstrap, "_INDICES", type(bootstrap._INDICES)())
+    draws: list[tuple] = []
+    real = np.random.default_rng
+
+    def counted(seed):
+        draws.append(seed)
+        return real(seed)
+
+    monkeypatch.setattr(np.random, "default_rng", counted)
+    rng = real(11)
+    first = resample_means(rng.random((60, 2)), 500, seed=3)
+    values = rng.random((60, 3))
+    again = resample_means(values, 500, seed=3)
+    assert len(draws) == 1 and first.shape == (500, 2)
+    [(_, _, block)] = bootstrap._index_blocks(60, 500, 3)
+    assert not block.flags.writeable
+    assert np.array_equal(block, real(3).integers(0, 60, size=(500, 60)))
+    bootstrap._INDICES.clear()
+    bootstrap._REMEMBERED.clear()
+    assert np.array_equal(again, resample_means(values, 500, seed=3))  # indices drawn afresh: the same means
+    assert len(draws) == 2
+    monkeypatch.setattr(bootstrap, "KEPT_INDEX_BYTES", 500 * 60 * 8 - 1)
+    bootstrap._INDICES.clear()
+    resample_means(rng.random((60, 1)), 500, seed=3)
+    resample_means(rng.random((60, 1)), 500, seed=3)
+    assert len(draws) == 4 and not bootstrap._INDICES
