@@ -393,10 +393,11 @@ def section_anchors(sections: Sequence[Section]) -> list[str]:
     return out
 
 
-def figure_html(fig: Figure, fallback: str = "") -> str:
-    """The figure as an embedded PNG (a data: URL), captioned with its title."""
-    data = base64.b64encode(figure_png(fig)).decode("ascii")
-    caption = fig.axes[0].get_title() if fig.axes else fallback
+def figure_html(fig: Figure | bytes, fallback: str = "") -> str:
+    """The figure as an embedded PNG (a data: URL), captioned with its title; a figure given as its PNG is captioned
+    with ``fallback``."""
+    data = base64.b64encode(fig if isinstance(fig, bytes) else figure_png(fig)).decode("ascii")
+    caption = fig.axes[0].get_title() if not isinstance(fig, bytes) and fig.axes else fallback
     return (f'<figure><img src="data:image/png;base64,{data}" alt="{escape(caption)}">'
             f"<figcaption>{escape(caption)}</figcaption></figure>")
 

@@ -49,11 +49,13 @@ class PageFiles:
     others: dict[str, str] = field(default_factory=dict)  # what it is -> file name
 
 
-def sweep_page(summary: SweepSummary, title: str, meta: Mapping[str, str], figures: Sequence[tuple[str, Figure]],
-               grid_figure: Figure | None, diagnoses: Mapping[str, pd.DataFrame], files: PageFiles,
+def sweep_page(summary: SweepSummary, title: str, meta: Mapping[str, str],
+               figures: Sequence[tuple[str, Figure | bytes]], grid_figure: Figure | None,
+               diagnoses: Mapping[str, pd.DataFrame], files: PageFiles,
                cutoff: int = 3, late_limit: int = 10) -> str:
     """The whole page. ``meta`` adds rows to the header (sweep folder, MLflow location, overrides, failed jobs);
-    ``figures`` are (caption heading, figure) for the plots section; ``grid_figure`` the grid's response plot."""
+    ``figures`` are (caption heading, figure or its PNG) for the plots section; ``grid_figure`` the grid's response
+    plot."""
     sections = []
     if not summary.means.empty:
         sections.append(Section("Systems and their means", html=means_html(summary), anchor="means"))

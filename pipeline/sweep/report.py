@@ -9,9 +9,10 @@ questions (``diagnosis/*.csv``, linked from the report) are saved in the sweep f
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,11 +46,12 @@ from pipeline.tracking.runs import Tracker
 
 @dataclass
 class SweepFigure:
-    """A figure with the file stem it is saved under and the heading it gets in the report."""
+    """A figure with the file stem it is saved under and the heading it gets in the report; the figure may be the
+    function that makes it (a maker the drawing copy calls), or its PNG once that copy has drawn it."""
 
     stem: str
     heading: str
-    figure: Figure
+    figure: Figure | Callable[[], Figure] | bytes
 
 
 def long_means(summary: SweepSummary, collapse: bool = False) -> pd.DataFrame:
@@ -82,15 +84,18 @@ def sweep_figures(summary: SweepSummary, plan: MetricPlan, settings: DiagnosisSe
     return uncompared_figures(summary, plan, settings) + compared_figures(summary, plan)
 
 
-def uncompared_figures(summary: SweepSummary, plan: MetricPlan, settings: DiagnosisSettings) -> list[SweepFigure]:
+def uncompared_figures(summary: SweepSummary, plan: MetricPlan, settings: DiagnosisSettings,
+                       makers: bool = False) -> list[SweepFigure]:
     """The figures that need no comparison between systems (:func:`pipeline.analysis.summary.compare_systems`):
-    the means, the first-relevant heat map, the paired bootstrap of the two best systems."""
+    the means, the first-relevant heat map, the paired bootstrap of the two best systems. ``makers``: each as the
+    picklable function that builds it from its data (for a drawing copy to build), not built here."""
     figures = []
+    make = functools.partial if makers else (lambda builder, *args, **kwargs: builder(*args, **kwargs))
     level = f"{plan.confidence:.0%}"
     means = long_means(summary, collapse=True).dropna(subset=["mean"])
     if not means.empty:
         figures.append(SweepFigure("metric_means", f"Metric means with {level} bootstrap intervals (plot)",
-                                   means_bars(means, f"Mean score per metric, {level} bootstrap intervals")))
+                                   make(means_bars, means, f"Mean score per metric, {level} bootstrap intervals")))
     if not summary.same_data:
         return figures
     if not summary.first_rank.empty:
@@ -98,14 +103,14 @@ def uncompared_figures(summary: SweepSummary, plan: MetricPlan, settings: Diagno
         ranks = summary.first_rank[reps].rename(columns=summary.label)
         beyond = summary.beyond[reps].rename(columns=summary.label)
         figures.append(SweepFigure("first_relevant_rank", "Rank of the first relevant document, per question",
-                                   first_relevant_heatmap(ranks, settings.cutoff, settings.late_limit,
-                                                          beyond=beyond)))
+                                   make(first_relevant_heatmap, ranks, settings.cutoff, settings.late_limit,
+                                        beyond=beyond)))
     primary = plan.primary.name
     scores = per_question_scores(summary, primary)
     if scores.shape[1] >= 2 and len(scores):
         figures.append(SweepFigure("paired_bootstrap", f"Paired bootstrap of {primary}: the two best systems",
-                                   paired_bootstrap(scores, primary, resamples=plan.resamples, seed=plan.seed,
-                                                    confidence=plan.confidence)))
+                                   make(paired_bootstrap, scores, primary, resamples=plan.resamples,
+                                        seed=plan.seed, confidence=plan.confidence)))
     return figures
 
 
@@ -123,10 +128,11 @@ def compared_figures(summary: SweepSummary, plan: MetricPlan) -> list[SweepFigur
 
 
 class FirstFigures:
-    """The figures a sweep's end can draw before it compares its systems, being drawn by a forked copy (see
-    :class:`pipeline.reports.html.Drawing`) while this process compares them: the comparisons (0.3 s on SciFact)
-    and the drawing (0.6 s of CPU) no longer take turns. A failure to make them is kept, and reported where
-    :func:`plots_and_report` reports its own."""
+    """The figures a sweep's end can draw before it compares its systems, built and drawn by the copy that drew the
+    jobs' plots (see :class:`pipeline.reports.html.Drawing`) while this process compares them: the comparisons
+    (0.3 s on SciFact) and the figures (0.6 s of CPU, a fifth of it building them) no longer take turns. Handed over
+    as their makers and data, they cost this process the pickling only. A failure to make them is kept, and
+    reported where :func:`plots_and_report` reports its own."""
 
     def __init__(self, summary: SweepSummary, plan: MetricPlan, diagnosis: Mapping[str, Any],
                  sweep_dir: Path) -> None:
@@ -136,7 +142,7 @@ class FirstFigures:
         if not summary.finished:
             return
         try:
-            self.figures = uncompared_figures(summary, plan, diagnosis_settings(diagnosis))
+            self.figures = uncompared_figures(summary, plan, diagnosis_settings(diagnosis), makers=True)
             self.drawing = Drawing({f.stem: f.figure for f in self.figures}, sweep_dir / PLOTS_DIR)
         except Exception as exc:
             self.error = exc
@@ -144,7 +150,14 @@ class FirstFigures:
     @property
     def drawn_beside(self) -> bool:
         """Whether a copy is drawing them now."""
-        return self.drawing is not None and self.drawing.pid != 0
+        return self.drawing is not None and (self.drawing.pid != 0 or self.drawing.drawer is not None)
+
+    def drawn(self) -> tuple[list[Path], list[SweepFigure]]:
+        """Wait for them (drawing here those the copy has not started); their files, and the figures with their
+        PNGs for the report."""
+        assert self.drawing is not None
+        files = self.drawing.finish(share=True)
+        return files, [SweepFigure(f.stem, f.heading, path.read_bytes()) for f, path in zip(self.figures, files)]
 
     def stop(self) -> None:
         if self.drawing is not None:
@@ -239,14 +252,16 @@ def plots_and_report(summary: SweepSummary, plan: MetricPlan, diagnosis: Mapping
         # the first ones drawn by a forked copy while the systems were compared and the tables are written, then
         # by both processes; the grid's response here; saved once, the page embeds the same PNGs
         # (pipeline.reports.html draws each figure one time)
-        figures = first.figures + compared_figures(summary, plan)
+        later = compared_figures(summary, plan)
         try:
             diagnoses, jobs = diagnoses_of(summary)
             files, root, per_system = write_beside(summary, diagnoses, jobs, sweep_dir)
-            late = save_figures({f.stem: f.figure for f in figures[len(first.figures):]}, sweep_dir / PLOTS_DIR)
-            plots = [*first.drawing.finish(share=True), *late]
+            late = save_figures({f.stem: f.figure for f in later}, sweep_dir / PLOTS_DIR)
+            early, drawn = first.drawn()
+            plots = [*early, *late]
         finally:
             first.stop()
+        figures = drawn + later
         parent.log_files(plots, PLOTS_DIR)
         if per_system:
             parent.log_files(per_system, DIAGNOSIS_DIR)
