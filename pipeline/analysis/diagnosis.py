@@ -178,9 +178,10 @@ def diagnosis_text(table: pd.DataFrame, system: str, cutoff: int = 3) -> str:
     summary = ", ".join(f"{LABELS[c]} {n}" for c, n in counts.items())
     lines = [f"Diagnosis of {system}: {len(failing)} of {len(table)} questions fail at top {cutoff} "
              f"or carry a failure class ({summary})"]
-    for qid, row in failing.iterrows():
-        lines.append(f"  {qid} {row['question']!r}: {row['diagnosis']}")
-        lines.append(f"      {row['evidence']}")
+    for qid, question, diagnosis, evidence in zip(failing.index.tolist(), failing["question"].tolist(),
+                                                 failing["diagnosis"].tolist(), failing["evidence"].tolist()):
+        lines.append(f"  {qid} {question!r}: {diagnosis}")  # the columns as lists: no Series built per row
+        lines.append(f"      {evidence}")
     return "\n".join(lines)
 
 
