@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,32 +93,39 @@ KEPT_INDEX_BYTES = 2**25  # resample indices kept (5,000 resamples of up to 838 
 _INDICES: OrderedDict[tuple[int, int, int], list[tuple[int, int, np.ndarray]]] = OrderedDict()
 
 
-def _index_blocks(n: int, resamples: int, seed: int) -> list[tuple[int, int, np.ndarray]]:
+def _index_blocks(n: int, resamples: int, seed: int) -> Iterable[tuple[int, int, np.ndarray]]:
     """The resamples of ``n`` questions as (first resample, end, question indices) blocks of at most
     :data:`_CHUNK_CELLS` indices: one ``rng.integers`` call per block draws the same stream as one ``rng.choice``
     per resample (checked in the tests).
 
     They depend only on ``n``, ``resamples`` and ``seed``: every job of a sweep on one question set, and its end's
     comparisons, resample the same questions, so the indices are kept (up to :data:`KEPT_INDEX_BYTES`, read-only)
-    instead of drawn again: 1.5 million draws, 3-6 ms, for 300 questions."""
+    instead of drawn again: 1.5 million draws, 3-6 ms, for 300 questions. More are drawn a block at a time as they
+    are used, never all at once (5,000 resamples of 10,000 questions would be 400 MB).
+
+    The kept blocks stay writeable (nothing here changes them): numpy's ``take`` copies a read-only index array on
+    every call, which made each gather three times slower."""
     key = (n, resamples, seed)
     found = _INDICES.get(key)
     if found is not None:
         _INDICES.move_to_end(key)
         return found
+    if resamples * n * 8 > KEPT_INDEX_BYTES:
+        return _drawn_blocks(n, resamples, seed)
+    blocks = list(_drawn_blocks(n, resamples, seed))
+    _INDICES[key] = blocks
+    while sum(r * q * 8 for q, r, _ in _INDICES) > KEPT_INDEX_BYTES:
+        _INDICES.popitem(last=False)
+    return blocks
+
+
+def _drawn_blocks(n: int, resamples: int, seed: int) -> Iterator[tuple[int, int, np.ndarray]]:
     rng = np.random.default_rng(seed)
     step = max(1, _CHUNK_CELLS // n)
-    blocks = []
     for start in range(0, resamples, step):
         stop = min(start + step, resamples)
         block = rng.integers(0, n, size=(stop - start, n))
-        block.flags.writeable = False
-        blocks.append((start, stop, block))
-    if resamples * n * 8 <= KEPT_INDEX_BYTES:
-        _INDICES[key] = blocks
-        while sum(r * q * 8 for q, r, _ in _INDICES) > KEPT_INDEX_BYTES:
-            _INDICES.popitem(last=False)
-    return blocks
+        yield start, stop, block
 
 
 def _distinct_columns(values: np.ndarray) -> tuple[list[int], np.ndarray, list[bytes]]:
