@@ -151,14 +151,44 @@ def diagnose(
     groups = _duplicate_groups(run, rows, doc_text, tokenizer, settings)
     corpus = _Corpus(counts if counts is not None else term_counts(collection.doc_ids, collection.doc_texts,
                                                                     tokenizer), settings)
-    terms = [list(dict.fromkeys(tokenizer(query_text.get(qid, "")))) for qid in query_ids]
-    found = _evidence(corpus, run, rows, query_ids, [query_text.get(qid, "") for qid in query_ids], terms,
-                      first_rank.to_numpy(), [relevant.get(qid, []) for qid in query_ids], settings)
+    questions = [query_text.get(qid, "") for qid in query_ids]
+    judged = [relevant.get(qid, []) for qid in query_ids]
+    firsts = first_rank.to_numpy()
+    keys = _question_keys(run, rows, query_ids, questions, firsts, judged, groups)
+    memo = corpus.stats.records(tokenizer, settings, depth)
+    records: list[dict | None] = [None if memo is None else memo.get(key) for key in keys]
+    todo = [i for i, record in enumerate(records) if record is None]
+    terms = [list(dict.fromkeys(tokenizer(questions[i]))) for i in todo]
+    found = _evidence(corpus, run, rows[todo], [query_ids[i] for i in todo], [questions[i] for i in todo], terms,
+                      firsts[todo], [judged[i] for i in todo], settings)
     closer = corpus.closer_shares([(e.first, e.relevant) for e in found if e.needs_context])
     for e, share in zip([e for e in found if e.needs_context], closer):
         e.closer_share = share
-    records = [_classify(e, groups[i], depth, settings) for i, e in enumerate(found)]
+    for i, e in zip(todo, found):
+        records[i] = _classify(e, groups[i], depth, settings)
+        if memo is not None:
+            memo[keys[i]] = records[i]
+    if memo is not None and len(memo) > REMEMBERED_QUESTIONS:
+        memo.clear()
     return pd.DataFrame.from_records(records, index="query_id") if records else _empty_table()
+
+
+REMEMBERED_QUESTIONS = 2**16  # diagnosed questions kept per corpus, tokenizer and settings (all forgotten beyond)
+
+
+def _question_keys(run: Run, rows: np.ndarray, query_ids: list[str], questions: list[str], firsts: np.ndarray,
+                   judged: list[list[str]], groups: list[list[list[str]]]) -> list[tuple]:
+    """Everything a question's diagnosis reads besides the corpus, tokenizer, settings and depth: its id and text,
+    its first relevant rank, the ranking's length and first result, its relevant documents and where they rank, and
+    its groups of duplicates. A sweep's jobs rank most questions' top documents alike: a question whose key was
+    diagnosed before gets that diagnosis, the one computing it again would give."""
+    retrieved = np.where(rows >= 0, run.lengths[np.maximum(rows, 0)], 0) if len(run.query_ids) else np.zeros(
+        len(rows), dtype=np.int64)
+    first_docs = [str(run.doc_ids[run.docs[r, 0]]) if n > 0 else "" for r, n in zip(rows.tolist(), retrieved.tolist())]
+    ranks = _relevant_ranks(run, rows, retrieved, judged)
+    return [(qid, question, first, length, doc, tuple(docs), tuple(where.values()), tuple(map(tuple, found)))
+            for qid, question, first, length, doc, docs, where, found in zip(
+                query_ids, questions, firsts.tolist(), retrieved.tolist(), first_docs, judged, ranks, groups)]
 
 
 def failure_counts(table: pd.DataFrame) -> dict[str, int]:
@@ -246,9 +276,12 @@ def diagnosis_from_table(per_question: pd.DataFrame) -> pd.DataFrame | None:
     return pd.concat([texts, booleans], axis=1)[list(data)]
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False)  # json.dumps(value, ensure_ascii=False), without a new encoder per cell
+
+
 def _text(value: Any) -> str:
     if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, ensure_ascii=False)
+        return _JSON.encode(value)
     if isinstance(value, float):
         return "" if np.isnan(value) else f"{value:.4f}"
     return "" if value is None else str(value)
@@ -272,6 +305,16 @@ class _CorpusStats:
         self.df = np.bincount(self.matrix.indices[self.matrix.data > 0], minlength=self.n_terms)
         self.doc_index = pd.Index(np.asarray(counts.doc_ids, dtype=object).astype(str))
         self.closer: dict[tuple[int, tuple[int, ...]], float] = {}  # see _Corpus.closer_shares
+        self._records: dict[tuple, dict[tuple, dict]] = {}  # see records()
+
+    def records(self, tokenizer: Callable[[str], Sequence[str]], settings: DiagnosisSettings,
+                depth: int) -> dict[tuple, dict] | None:
+        """The diagnoses of questions made on this corpus with this tokenizer, settings and depth, by
+        :func:`_question_keys`; None for an unhashable tokenizer (nothing to key them by)."""
+        try:
+            return self._records.setdefault((tokenizer, settings, depth), {})
+        except TypeError:
+            return None
 
     @functools.cached_property
     def idf(self) -> np.ndarray:

@@ -446,7 +446,48 @@ def test_a_sweeps_later_jobs_reuse_closer_shares_equal_to_fresh_ones(helpdesk_co
     assert memo  # the context test ran, and its shares were kept
     for key in memo:
         memo[key] = 0.5  # a value no share here has: the next job must read it rather than compute again
+    shared.derived["diagnosis"]._records.clear()  # the questions themselves diagnosed again
     run = helpdesk_runs["BM25"]
     again = diagnose(c, run, evaluate(run, c.qrels, ["mrr"]), tokenizer, DiagnosisSettings(), shared)
     tested = again["closer_share"].dropna()
     assert len(tested) and (tested == 0.5).all()
+
+
+def test_a_question_diagnosed_before_with_the_same_ranking_facts_gets_the_same_diagnosis(helpdesk_collection,
+                                                                                         helpdesk_runs):
+    """A sweep's jobs share their corpus's term counts: each question's diagnosis is kept under everything it reads
+    (its text, first relevant rank, ranking length and first result, where its relevant documents rank, its
+    duplicates), so every job's table is the one a fresh diagnosis gives, whichever job diagnosed a question first;
+    a question whose ranking facts differ is diagnosed afresh."""
+    c, tokenizer = helpdesk_collection, Tokenizer()
+    shared = term_counts(c.doc_ids, c.doc_texts, tokenizer)
+    runs = list(helpdesk_runs.values())
+    for run in [*runs, *runs]:  # four systems twice: later jobs meet questions diagnosed before
+        evaluation = evaluate(run, c.qrels, ["mrr"])
+        fresh = diagnose(c, run, evaluation, tokenizer, DiagnosisSettings(),
+                         term_counts(c.doc_ids, c.doc_texts, tokenizer))
+        pd.testing.assert_frame_equal(diagnose(c, run, evaluation, tokenizer, DiagnosisSettings(), shared), fresh)
+    memo = shared.derived["diagnosis"].records(tokenizer, DiagnosisSettings(), runs[0].depth)
+    assert len(memo) < len(runs) * len(c.query_ids)  # some questions were diagnosed alike by several systems
+    full = helpdesk_runs["LSA"]  # every question's ranking holds all 28 documents
+    variants = []  # another first result, other ranks for relevant documents, another top 10 (duplicates)
+    for a, b in ((0, 1), (1, 2), (2, 4), (3, 6), (0, 2), (1, 9)):
+        docs = full.docs.copy()
+        docs[:, [a, b]] = docs[:, [b, a]]
+        variants.append(docs)
+    docs = full.docs.copy()
+    docs[:, 9] = docs[:, 0]  # the first result listed again at rank 10: a duplicate in the top 10, nothing else moves
+    variants.append(docs)
+    for docs in variants:
+        swapped = Run(full.query_ids, full.doc_ids, docs, full.scores, "swapped")
+        evaluation = evaluate(swapped, c.qrels, ["mrr"])
+        fresh = diagnose(c, swapped, evaluation, tokenizer, DiagnosisSettings(),
+                         term_counts(c.doc_ids, c.doc_texts, tokenizer))
+        pd.testing.assert_frame_equal(diagnose(c, swapped, evaluation, tokenizer, DiagnosisSettings(), shared), fresh)
+    for key, record in memo.items():
+        memo[key] = {**record, "diagnosis": "remembered"}  # what is kept is what the next job shows
+    run = helpdesk_runs["BM25"]
+    again = diagnose(c, run, evaluate(run, c.qrels, ["mrr"]), tokenizer, DiagnosisSettings(), shared)
+    assert (again["diagnosis"] == "remembered").all()
+    other = diagnose(c, run, evaluate(run, c.qrels, ["mrr"]), tokenizer, DiagnosisSettings(cutoff=1), shared)
+    assert not (other["diagnosis"] == "remembered").any()  # other settings: diagnosed afresh
