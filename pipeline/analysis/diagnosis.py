@@ -173,7 +173,8 @@ def diagnose(
     return pd.DataFrame.from_records(records, index="query_id") if records else _empty_table()
 
 
-REMEMBERED_QUESTIONS = 2**16  # diagnosed questions kept per corpus, tokenizer and settings (all forgotten beyond)
+REMEMBERED_QUESTIONS = 2**14  # diagnosed questions kept per corpus, tokenizer and settings (a few KB each; all
+# forgotten beyond): a 12-point sweep of 1,000 questions keeps at most 12,000
 
 
 def _question_keys(run: Run, rows: np.ndarray, query_ids: list[str], questions: list[str], firsts: np.ndarray,
