@@ -70,8 +70,8 @@ def resample_means(values: np.ndarray, resamples: int = DEFAULT_RESAMPLES, seed:
         progress(resamples)
     if todo:
         columns = [np.ascontiguousarray(values[:, first[k]]) for k in todo]
+        rows = max(1, _GATHER_CELLS // n)  # a gathered part stays in the cache; each row's mean is the same
         for start, stop, block in _index_blocks(n, resamples, seed):
-            rows = max(1, _GATHER_CELLS // n)  # a gathered part stays in the cache; each row's mean is the same
             for k, column in zip(todo, columns):
                 for first_row in range(0, stop - start, rows):
                     last_row = min(first_row + rows, stop - start)

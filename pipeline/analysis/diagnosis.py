@@ -154,13 +154,16 @@ def diagnose(
     questions = [query_text.get(qid, "") for qid in query_ids]
     judged = [relevant.get(qid, []) for qid in query_ids]
     firsts = first_rank.to_numpy()
-    keys = _question_keys(run, rows, query_ids, questions, firsts, judged, groups)
+    facts = _ranking_facts(run, rows, judged)
+    keys = _question_keys(query_ids, questions, firsts, judged, groups, facts)
     memo = corpus.stats.records(tokenizer, settings, depth)
     records: list[dict | None] = [None if memo is None else memo.get(key) for key in keys]
     todo = [i for i, record in enumerate(records) if record is None]
     terms = [list(dict.fromkeys(tokenizer(questions[i]))) for i in todo]
-    found = _evidence(corpus, run, rows[todo], [query_ids[i] for i in todo], [questions[i] for i in todo], terms,
-                      firsts[todo], [judged[i] for i in todo], settings)
+    retrieved, first_docs, ranks = facts
+    found = _evidence(corpus, [query_ids[i] for i in todo], [questions[i] for i in todo], terms, firsts[todo],
+                      [judged[i] for i in todo], (retrieved[todo], [first_docs[i] for i in todo],
+                                                  [ranks[i] for i in todo]), settings)
     closer = corpus.closer_shares([(e.first, e.relevant) for e in found if e.needs_context])
     for e, share in zip([e for e in found if e.needs_context], closer):
         e.closer_share = share
@@ -177,16 +180,24 @@ REMEMBERED_QUESTIONS = 2**14  # diagnosed questions kept per corpus, tokenizer a
 # forgotten beyond): a 12-point sweep of 1,000 questions keeps at most 12,000
 
 
-def _question_keys(run: Run, rows: np.ndarray, query_ids: list[str], questions: list[str], firsts: np.ndarray,
-                   judged: list[list[str]], groups: list[list[list[str]]]) -> list[tuple]:
+def _ranking_facts(run: Run, rows: np.ndarray,
+                   judged: list[list[str]]) -> tuple[np.ndarray, list[str], list[dict[str, int]]]:
+    """What the rules read of each question's ranking: its length, its first result ("" for none) and where each
+    relevant document ranks (0: not in it), for every question at once."""
+    retrieved = np.where(rows >= 0, run.lengths[np.maximum(rows, 0)], 0) if len(run.query_ids) else np.zeros(
+        len(rows), dtype=np.int64)
+    first_docs = [str(run.doc_ids[run.docs[r, 0]]) if n > 0 else "" for r, n in zip(rows.tolist(), retrieved.tolist())]
+    return retrieved, first_docs, _relevant_ranks(run, rows, retrieved, judged)
+
+
+def _question_keys(query_ids: list[str], questions: list[str], firsts: np.ndarray, judged: list[list[str]],
+                   groups: list[list[list[str]]],
+                   facts: tuple[np.ndarray, list[str], list[dict[str, int]]]) -> list[tuple]:
     """Everything a question's diagnosis reads besides the corpus, tokenizer, settings and depth: its id and text,
     its first relevant rank, the ranking's length and first result, its relevant documents and where they rank, and
     its groups of duplicates. A sweep's jobs rank most questions' top documents alike: a question whose key was
     diagnosed before gets that diagnosis, the one computing it again would give."""
-    retrieved = np.where(rows >= 0, run.lengths[np.maximum(rows, 0)], 0) if len(run.query_ids) else np.zeros(
-        len(rows), dtype=np.int64)
-    first_docs = [str(run.doc_ids[run.docs[r, 0]]) if n > 0 else "" for r, n in zip(rows.tolist(), retrieved.tolist())]
-    ranks = _relevant_ranks(run, rows, retrieved, judged)
+    retrieved, first_docs, ranks = facts
     return [(qid, question, first, length, doc, tuple(docs), tuple(where.values()), tuple(map(tuple, found)))
             for qid, question, first, length, doc, docs, where, found in zip(
                 query_ids, questions, firsts.tolist(), retrieved.tolist(), first_docs, judged, ranks, groups)]
@@ -473,20 +484,20 @@ class _Evidence:
         return [t for t in self.distinguishing if t in self.rare_terms]
 
 
-def _evidence(corpus: _Corpus, run: Run, rows: np.ndarray, query_ids: list[str], questions: list[str],
-              terms: list[list[str]], first_ranks: np.ndarray, relevant: list[list[str]],
+def _evidence(corpus: _Corpus, query_ids: list[str], questions: list[str], terms: list[list[str]],
+              first_ranks: np.ndarray, relevant: list[list[str]],
+              facts: tuple[np.ndarray, list[str], list[dict[str, int]]],
               settings: DiagnosisSettings) -> list[_Evidence]:
-    """Every question's shared terms, their weights and rarity, and whether the context test is needed.
+    """Every question's shared terms, their weights and rarity, and whether the context test is needed; ``facts``
+    are its ranking's (:func:`_ranking_facts`).
 
-    The look-ups (term columns, which document holds which question term, where each relevant document ranks) are
-    made for all the questions at once; only the per-question lists are put together in Python."""
+    The look-ups (term columns, which document holds which question term) are made for all the questions at once;
+    only the per-question lists are put together in Python."""
+    retrieved, first_docs, ranks = facts
     n_terms = np.array([len(t) for t in terms], dtype=np.int64)
     term_start = np.concatenate([[0], np.cumsum(n_terms)])
     ids = corpus.term_ids([t for ts in terms for t in ts])
     weights, rare = corpus.weights(ids), corpus.rare(ids)
-    retrieved = np.where(rows >= 0, run.lengths[np.maximum(rows, 0)], 0) if len(run.query_ids) else np.zeros(
-        len(rows), dtype=np.int64)
-    first_docs = [str(run.doc_ids[run.docs[r, 0]]) if n > 0 else "" for r, n in zip(rows.tolist(), retrieved.tolist())]
     # (question, document) pairs to look in: each question's first result, then its relevant documents
     pair_q = [i for i, r in enumerate(relevant) for _ in range(1 + len(r))]
     pair_doc = [d for first, r in zip(first_docs, relevant) for d in (first, *r)]
@@ -498,7 +509,6 @@ def _evidence(corpus: _Corpus, run: Run, rows: np.ndarray, query_ids: list[str],
     present = corpus.contains(np.repeat(doc_rows, lengths), ids[flat]) if len(flat) else np.zeros(0, dtype=bool)
     no_first = [j == 0 and d == "" for i, r in enumerate(relevant) for j, d in enumerate((first_docs[i], *r))]
     present[np.repeat(np.array(no_first, dtype=bool), lengths)] = False  # an empty ranking has no first result
-    ranks = _relevant_ranks(run, rows, retrieved, relevant)
     pair_start = np.concatenate([[0], np.cumsum(lengths)]).tolist()
     present_list, rare_list = present.tolist(), rare.tolist()
     out, p = [], 0
