@@ -28,6 +28,15 @@ config, overlapping keys, an error) is composed normally, so a bad value gets Hy
 
 2. Each job's overrides, as the basic sweeper will split a sweep into jobs (:func:`job_override_lists`), so the
 driver can check every job's config before any starts.
+
+3. Each job of a basic sweep run with less copying (:func:`run_jobs_leanly`). Hydra's ``run_job`` sets Hydra's
+config twice (a masked deep copy of the ``hydra`` node each time) and deep-copies the whole config, then that
+copy again, before the task starts: 20-25 ms of a SciFact sweep's ~130 ms a point, in the process that sets the
+pace. The basic launcher's ``run_job`` is replaced for the sweep's length by one that does the same things in the
+same order with one setting of Hydra's config (the output folder written into both), the task's config copied
+without the ``hydra`` node (:func:`without_hydra`) and the job return holding Hydra's config itself (nothing
+changes it afterwards): the same task config, Hydra config, files, callbacks and job return (tested against
+Hydra's own, byte for byte).
 """
 
 from __future__ import annotations
@@ -37,7 +46,8 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict, read_write
+from omegaconf.basecontainer import BaseContainer
 
 _ATTRIBUTE = "load_sweep_config"
 _SCALARS = (bool, int, float, str, type(None))
@@ -239,3 +249,108 @@ def loader_memo() -> ComposedConfigs:
     from hydra.core.global_hydra import GlobalHydra
 
     return compose_once(GlobalHydra.instance().config_loader())
+
+
+def without_hydra(config: DictConfig) -> DictConfig:
+    """A deep copy of ``config`` without its ``hydra`` node, as Hydra makes the task's config (a deep copy, then
+    the node deleted), without copying the node first: it is most of the config's nodes."""
+    content = config.__dict__["_content"]
+    if not isinstance(config, BaseContainer) or not isinstance(content, dict) or "hydra" not in content:
+        task = copy.deepcopy(config)
+        with read_write(task), open_dict(task):
+            del task["hydra"]
+        return task
+    config.__dict__["_content"] = {key: node for key, node in content.items() if key != "hydra"}
+    try:
+        return copy.deepcopy(config)
+    finally:
+        config.__dict__["_content"] = content
+
+
+def _job_runner() -> Any:
+    """Hydra's ``run_job`` for the jobs of a basic sweep, doing what it does with less copying (see module, 3)."""
+    import os
+    from pathlib import Path
+
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.utils import (
+        JobReturn,
+        JobRuntime,
+        JobStatus,
+        _flush_loggers,
+        _save_config,
+        configure_log,
+        env_override,
+    )
+
+    def run_job(task_function: Any, config: DictConfig, job_dir_key: str, job_subdir_key: str | None,
+                hydra_context: Any, configure_logging: bool = True) -> Any:
+        callbacks = hydra_context.callbacks
+        old_cwd = os.getcwd()
+        holder = HydraConfig.instance()
+        orig_hydra_cfg = holder.cfg
+        holder.set_config(config)
+        output_dir = str(OmegaConf.select(config, job_dir_key))
+        if job_subdir_key is not None:
+            output_dir = os.path.join(output_dir, str(OmegaConf.select(config, job_subdir_key)))
+        for runtime in (config.hydra.runtime, holder.cfg.hydra.runtime):  # Hydra: set, then copy the node again
+            with read_write(runtime), open_dict(runtime):
+                runtime.output_dir = os.path.abspath(output_dir)
+        chdir = False
+        try:
+            ret = JobReturn()
+            ret.cfg = task_cfg = without_hydra(config)
+            hydra_cfg = ret.hydra_cfg = holder.cfg  # Hydra deep-copies it; nothing changes it afterwards
+            ret.overrides = OmegaConf.to_container(config.hydra.overrides.task)
+            Path(output_dir).mkdir(parents=True, exist_ok=True)
+            chdir = bool(hydra_cfg.hydra.job.chdir)  # None is False from version_base 1.2 on
+            if chdir:
+                os.chdir(output_dir)
+                ret.working_dir = output_dir
+            else:
+                ret.working_dir = os.getcwd()
+            if configure_logging:
+                configure_log(config.hydra.job_logging, config.hydra.verbose)
+            if config.hydra.output_subdir is not None:
+                hydra_output = Path(config.hydra.runtime.output_dir) / str(config.hydra.output_subdir)
+                _save_config(task_cfg, "config.yaml", hydra_output)
+                _save_config(hydra_cfg, "hydra.yaml", hydra_output)
+                _save_config(config.hydra.overrides.task, "overrides.yaml", hydra_output)
+            with env_override(hydra_cfg.hydra.job.env_set):
+                callbacks.on_job_start(config=config, task_function=task_function)
+                try:
+                    ret.return_value = task_function(task_cfg)
+                    ret.status = JobStatus.COMPLETED
+                except Exception as e:
+                    ret.return_value = e
+                    ret.status = JobStatus.FAILED
+            ret.task_name = JobRuntime.instance().get("name")
+            _flush_loggers()
+            callbacks.on_job_end(config=config, job_return=ret)
+            return ret
+        finally:
+            holder.cfg = orig_hydra_cfg
+            if chdir:
+                os.chdir(old_cwd)
+
+    return run_job
+
+
+def run_jobs_leanly() -> Any:
+    """Make Hydra's basic launcher run each job with :func:`_job_runner`'s ``run_job`` (see module, 3); returns
+    what to hand :func:`run_jobs_normally` afterwards.
+
+    The launcher's module global is replaced, not ``hydra.core.utils.run_job``: Hydra's plugin scan runs the
+    launcher module again at start-up, binding its own name then; a single run never reaches it."""
+    from hydra._internal.core_plugins import basic_launcher
+
+    original = basic_launcher.run_job
+    basic_launcher.run_job = _job_runner()
+    return original
+
+
+def run_jobs_normally(original: Any) -> None:
+    """Undo :func:`run_jobs_leanly`."""
+    from hydra._internal.core_plugins import basic_launcher
+
+    basic_launcher.run_job = original

@@ -256,12 +256,12 @@ class _Drawer:
 
     _here: _Drawer | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, warm: Sequence[Callable[[], object]] = ()) -> None:
         ours, theirs = Pipe()
         self.pid = os.fork()
         if self.pid == 0:
             ours.close()
-            _serve_drawings(theirs)
+            _serve_drawings(theirs, warm)
         theirs.close()
         self.owner, self.connection, self.busy = os.getpid(), ours, False
 
@@ -306,13 +306,25 @@ class _Drawer:
             os.waitpid(self.pid, 0)
 
 
-def _serve_drawings(connection: Connection) -> None:
+def start_drawer(warm: Sequence[Callable[[], object]] = ()) -> None:
+    """Fork this process's drawer now, before anything is given to it, where there is a second core: it first
+    calls each of ``warm`` (what its first figures would otherwise pay for: fonts, a figure to draw the next ones
+    on) while this process goes on. A sweep starts it as its first job starts, when the second core is idle."""
+    here = _Drawer._here
+    if second_core() and (here is None or here.owner != os.getpid()):
+        _Drawer._here = _Drawer(warm)
+
+
+def _serve_drawings(connection: Connection, warm: Sequence[Callable[[], object]] = ()) -> None:
     """The drawer's loop: draw each batch's figures it can claim, say so, until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.freeze()  # what it inherited stays as it is: never scanned by the collector (nor copied by its scans)
     remember_text()  # a job's plots redraw most of the last job's texts in the same places
     status = 0
     try:
+        for step in warm:
+            with contextlib.suppress(Exception):  # a warm-up only saves time: one that fails changes nothing
+                step()
         while True:
             try:
                 dpi, figures = pickle.loads(connection.recv_bytes())

@@ -329,6 +329,14 @@ def failure_bars_png(counts: Mapping[str, int], system: str, questions: int | No
 _KEPT: dict[type, object] = {}  # per process: the per-run plot of each kind drawn last
 
 
+def warm_up_run_plots(dpi: int) -> None:
+    """Draw each per-run plot once on placeholder data: a sweep's drawing copy does this before its first job
+    hands it anything (fonts loaded, the figures built), so the first job's plots cost what a later job's do. What
+    the next plots draw is unchanged: each is drawn as a fresh figure would be (see :func:`metric_histogram_png`)."""
+    metric_histogram_png(pd.Series(np.linspace(0.0, 1.0, 101)), "ndcg@10", "placeholder", dpi)
+    failure_bars_png(dict.fromkeys(CLASSES, 1), "placeholder", 101, dpi)
+
+
 def _scores(values: pd.Series) -> np.ndarray:
     return pd.Series(values, dtype=float).dropna().to_numpy()
 

@@ -32,6 +32,7 @@ from omegaconf.errors import OmegaConfBaseException
 from metrics.errors import InputError
 from pipeline.common import collector, commands, interrupts, progress
 from pipeline.common.names import KIND_SWEEP, PROG, TAG_KIND, TAG_LAUNCHER, TAG_OVERRIDES, TAG_SWEEP_DIR
+from pipeline.common.progress import IN_PROCESS_LAUNCHERS
 from pipeline.common.redact import one_line, redact_text
 from pipeline.config.hydra_internals import (
     ComposedConfigs,
@@ -39,10 +40,13 @@ from pipeline.config.hydra_internals import (
     compose_normally,
     job_override_lists,
     loader_memo,
+    run_jobs_leanly,
+    run_jobs_normally,
 )
 from pipeline.config.plan import JobPlan
 from pipeline.job.context import SweepHandle, config_tags, configured_corpus, run_name
 from pipeline.job.run import finish_waiting
+from pipeline.reports.html import start_drawer
 from pipeline.sweep.close import abandon, close_sweep
 from pipeline.sweep.gating import run_sweep_gate
 from pipeline.sweep.resume import open_parent
@@ -101,6 +105,7 @@ class MlflowSweep(Callback):
         self.handle: SweepHandle | None = None
         self.tuning = False
         self.composed: ComposedConfigs | None = None
+        self.runner: Any = None  # Hydra's run_job, while the launcher runs the jobs leanly
 
     @hook
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -111,6 +116,7 @@ class MlflowSweep(Callback):
         jobs = job_override_lists(config, overrides)
         if jobs is not None:
             self.composed = loader_memo()  # each job's config composed once: validated, then launched
+            self.runner = run_jobs_leanly()
             validate_jobs(config, jobs)
         self.tuning = is_tuning(config.hydra)
         if self.tuning:
@@ -148,6 +154,8 @@ class MlflowSweep(Callback):
         self.uri = uri
         self.title = f"{'Tuning' if self.tuning else 'Sweep'} {name}"
         self.overrides = " ".join(overrides) or "(none)"
+        if jobs is not None and config.hydra.runtime.choices.get("hydra/launcher", "basic") in IN_PROCESS_LAUNCHERS:
+            start_drawer([_warm_up_plots])  # on the second core, idle while the first job computes
         collector.resume()  # the driver's start-up, frozen; its jobs may run in other processes (joblib)
         self.sweep_args = overrides  # as parsed: the tuning driver rebuilds the untuned and tuned configs from them
         atexit.register(self._abandoned)
@@ -158,6 +166,7 @@ class MlflowSweep(Callback):
         background.settle()  # every job's run logged (or said not to be) before the sweep's end reads them
         if self.composed is not None:
             compose_normally(self.composed.loader)
+            run_jobs_normally(self.runner)
         if self.parent is None or self.handle is None:
             return
         try:
@@ -190,6 +199,13 @@ class MlflowSweep(Callback):
             interrupts.shielded()
             finish_waiting()  # a job whose results were all computed is logged, not run again by the resume
             abandon(self.parent, self.handle.experiment_id)
+
+
+def _warm_up_plots() -> None:
+    from pipeline.reports.html import DPI
+    from pipeline.reports.plots import warm_up_run_plots
+
+    warm_up_run_plots(DPI)
 
 
 def _exit(reason: str) -> None:

@@ -4,16 +4,30 @@ values of plain overrides is not composed at all: its config, built from another
 
 from __future__ import annotations
 
+import os
 import pickle
 from typing import Any
 
 import pytest
 from hydra import compose, initialize_config_dir
+from hydra._internal.callbacks import Callbacks
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.utils import JobStatus, run_job
+from hydra.experimental.callback import Callback
+from hydra.types import HydraContext
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 import pipeline.app
-from pipeline.config.hydra_internals import ComposedConfigs, _Kept, compose_normally, compose_once
+from pipeline.config.hydra_internals import (
+    ComposedConfigs,
+    _job_runner,
+    _Kept,
+    compose_normally,
+    compose_once,
+    run_jobs_leanly,
+    run_jobs_normally,
+)
 from pipeline.sweep.callback import job_override_lists, validate_jobs
 
 SWEEP = ["retriever.k1=0.9,1.2", "retriever.b=0.4,0.75"]
@@ -180,3 +194,84 @@ def test_a_config_that_does_not_pickle_is_deep_copied():
     copied = kept.copy()
     copied.a.b = 2
     assert kept.pickled is None and kept.copy().a.b == 1 and copied.a.f() == 1
+
+
+class Recorder(Callback):
+    """What a sweep's callbacks are told of each job."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self.calls.append(("start", OmegaConf.to_container(config)))
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        self.calls.append(("end", job_return.status, str(job_return._return_value)))
+
+
+@pytest.mark.parametrize("chdir", ["false", "true"])
+def test_the_lean_job_runner_does_what_hydras_run_job_does(tmp_path, monkeypatch, chdir):
+    """Same task config (values, node types, flags, resolved values), same HydraConfig while the task runs, same
+    job return, same callbacks, and the same ``.hydra/*.yaml`` files, byte for byte; Hydra's config as it was
+    afterwards. A task that raises is a FAILED job in both."""
+    monkeypatch.chdir(tmp_path)
+    outcomes: dict[str, list[Any]] = {}
+    with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
+        master = compose("config", return_hydra_config=True,
+                         overrides=["hydra.sweep.dir=sweep", "+tags.api_key=s3cret", f"hydra.job.chdir={chdir}"])
+        loader = GlobalHydra.instance().config_loader()
+        jobs = job_override_lists(master, [*SWEEP, "depth=100,-1"])
+        compose_once(loader)  # as in a sweep: each job's config is a copy the memo hands out
+        try:
+            for name, runner in (("hydra", run_job), ("lean", _job_runner())):
+                recorder = Recorder()
+                context = HydraContext(config_loader=loader, callbacks=Callbacks())
+                context.callbacks.callbacks.append(recorder)
+                seen: list[Any] = []
+
+                def task(cfg: DictConfig, seen: list[Any] = seen) -> Any:
+                    seen.append((described(cfg), OmegaConf.to_container(HydraConfig.get()), os.getcwd(),
+                                 cfg.output))
+                    if cfg.depth < 0:
+                        raise ValueError("depth")
+                    return cfg.retriever.k1
+
+                before = HydraConfig.instance().cfg
+                returns = []
+                for number, job in enumerate(jobs):
+                    config = loader.load_sweep_config(master, list(job))
+                    with open_dict(config):
+                        config.hydra.job.id = config.hydra.job.num = number
+                        config.output = "${hydra:runtime.output_dir}"  # the task reads Hydra's config through it
+                    ret = runner(task_function=task, config=config, job_dir_key="hydra.sweep.dir",
+                                 job_subdir_key="hydra.sweep.subdir", hydra_context=context, configure_logging=False)
+                    returns.append((ret.status, str(ret._return_value), ret.overrides, ret.working_dir,
+                                    described(ret.cfg), OmegaConf.to_container(ret.hydra_cfg), ret.task_name))
+                assert HydraConfig.instance().cfg is before and os.getcwd() == str(tmp_path)
+                files = {str(p.relative_to(tmp_path / "sweep")): p.read_bytes()
+                         for p in sorted((tmp_path / "sweep").rglob("*")) if p.is_file()}
+                (tmp_path / "sweep").rename(tmp_path / name)
+                outcomes[name] = [seen, returns, recorder.calls, files]
+        finally:
+            compose_normally(loader)
+    hydras, leans = outcomes["hydra"], outcomes["lean"]
+    assert len(hydras[0]) == len(jobs) == 8 and len(hydras[3]) == 3 * len(jobs)
+    assert [r[0] for r in hydras[1]] == [JobStatus.FAILED if "depth=-1" in job else JobStatus.COMPLETED
+                                         for job in jobs]
+    for part in range(4):
+        assert leans[part] == hydras[part]
+
+
+def test_a_sweep_runs_its_jobs_leanly_and_then_as_hydra_does():
+    from hydra._internal.core_plugins import basic_launcher
+
+    hydras = basic_launcher.run_job
+    with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
+        memo = compose_once(GlobalHydra.instance().config_loader())
+        original = run_jobs_leanly()
+        try:
+            assert original is hydras and basic_launcher.run_job is not hydras
+        finally:
+            run_jobs_normally(original)
+            compose_normally(memo.loader)
+    assert basic_launcher.run_job is hydras is run_job

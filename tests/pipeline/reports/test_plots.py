@@ -221,6 +221,22 @@ def test_a_sweeps_per_run_plots_drawn_on_the_kept_figures_are_the_pngs_fresh_one
     assert isinstance(plots._KEPT[plots._FailureBars], plots._FailureBars)
 
 
+def test_after_the_warm_up_the_first_per_run_plots_are_the_pngs_fresh_ones_give(monkeypatch):
+    """A sweep's drawing copy draws each per-run plot once on placeholder data before its first job: the kept
+    figures it leaves draw the first job's plots exactly as fresh figures would."""
+    monkeypatch.setattr(plots, "_KEPT", {})
+    plots.warm_up_run_plots(110)
+    warmed = dict(plots._KEPT)
+    assert set(warmed) == {plots._Histogram, plots._FailureBars}
+    values = pd.Series(np.random.default_rng(3).random(300))
+    png = plots.metric_histogram_png(values, "mrr", "BM25 k1=0.6 b=0.3", 110)
+    assert png == figure_png(plots.metric_histogram(values, "mrr", "BM25 k1=0.6 b=0.3"), 110)
+    counts = {"vocabulary_gap": 7, "late_rank": 40}
+    fresh = figure_png(plots.failure_bars(counts, "BM25", 300), 110)
+    assert plots.failure_bars_png(counts, "BM25", 300, 110) == fresh
+    assert warmed == plots._KEPT  # drawn on the warmed figures, not on new ones
+
+
 def test_a_ranking_full_to_its_depth_is_bucketed_apart_from_one_that_ended():
     ranks = pd.DataFrame({"a": [1, np.nan, np.nan, 4], "b": [np.nan, 2, np.nan, 11]}, index=["q1", "q2", "q3", "q4"])
     beyond = pd.DataFrame({"a": [pd.NA, 100, pd.NA, pd.NA], "b": [10, pd.NA, pd.NA, pd.NA]}, index=ranks.index,
