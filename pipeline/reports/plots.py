@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 from matplotlib import colormaps
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
@@ -21,7 +20,7 @@ from matplotlib.ticker import MaxNLocator
 
 from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_bounds, resample_means
 from pipeline.analysis.diagnosis import CAUSES, CLASSES, LABELS
-from pipeline.reports.html import png_bytes
+from pipeline.reports.html import PngCanvas, png_bytes
 
 # Above this many questions the rank heat map shows rank buckets per system instead of one row per question.
 HEATMAP_MAX_ROWS = 50
@@ -36,7 +35,7 @@ BEYOND_COLOUR = "#8c8c8c"  # a ranking full to its depth without a relevant docu
 def new_figure(width: float, height: float) -> Figure:
     """A Figure with its own Agg canvas (no pyplot state), laid out so labels are never clipped."""
     fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
+    PngCanvas(fig)
     return fig
 
 
@@ -50,7 +49,7 @@ def run_figure(width: float, height: float, **margins: float) -> Figure:
     """A per-run plot's Figure: one axes inside :data:`RUN_PLOT_MARGINS` (or the ``margins`` given, in inches),
     no layout pass at draw time."""
     fig = Figure(figsize=(width, height))
-    FigureCanvasAgg(fig)
+    PngCanvas(fig)
     m = {**RUN_PLOT_MARGINS, **margins}
     fig.subplots_adjust(left=m["left"] / width, right=1 - m["right"] / width, bottom=m["bottom"] / height,
                         top=1 - m["top"] / height)

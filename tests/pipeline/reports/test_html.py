@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import base64
 import functools
+import io
 import os
 import signal
 from html.parser import HTMLParser
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -282,3 +284,75 @@ def test_a_maker_may_give_a_files_bytes_under_a_full_path_written_with_the_figur
     assert beside.read_bytes() == b"q1 Q0 d1 1 2.5 bm25\n"
     assert written[0].read_bytes() == html._draw(means_figures(2)[0], html.DPI)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["made.log", "plots", "run.trec"]
+
+
+def pixels(png: bytes):
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+def matplotlibs_png(fig) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    buffer = io.BytesIO()
+    FigureCanvasAgg(fig).figure.savefig(buffer, format="png", dpi=html.DPI)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("name", ["means", "heat map", "buckets", "paired", "grid", "histogram", "failures"])
+def test_a_figure_is_written_as_the_pixels_matplotlib_writes_in_rgb(name):
+    """Every figure rankscope draws is opaque: its PNG holds the pixels matplotlib's own PNG of a fresh copy holds,
+    as RGB (a file of about the same size), with matplotlib's text chunk and resolution."""
+    from PIL import Image
+
+    from tests.pipeline.reports.test_plots import every_plot
+
+    ndcg = pd.DataFrame({"BM25": [0.1, 0.9, 0.5, 0.0], "LSA": [0.3, 0.2, 1.0, 0.4]}, index=["q1", "q2", "q3", "q4"])
+    makers = every_plot(ndcg)
+    ours, theirs = html.png_bytes(makers[name]()), matplotlibs_png(makers[name]())
+    assert (pixels(ours) == pixels(theirs)).all()
+    image, reference = Image.open(io.BytesIO(ours)), Image.open(io.BytesIO(theirs))
+    assert image.mode == "RGB" and reference.mode == "RGBA" and len(ours) < 1.05 * len(theirs)
+    assert image.info["Software"] == reference.info["Software"] and image.info["dpi"] == reference.info["dpi"]
+
+
+def see_through():
+    fig = plots.new_figure(2, 2)
+    fig.patch.set_alpha(0.0)
+    fig.add_subplot().plot([0, 1], [1, 0])
+    return fig
+
+
+def test_a_figure_with_transparent_pixels_keeps_its_alpha():
+    from PIL import Image
+
+    png = html.png_bytes(see_through())
+    assert Image.open(io.BytesIO(png)).mode == "RGBA" and (pixels(png) == pixels(matplotlibs_png(see_through()))).all()
+
+
+def warmed(log: str) -> None:
+    with open(log, "a") as f:
+        f.write(f"warm {os.getpid()}\n")
+
+
+@forks
+def test_a_drawer_started_early_warms_up_then_draws_what_it_is_given(tmp_path):
+    """A sweep starts its drawing copy before its first job: the copy runs the warm-up steps (one that fails is
+    skipped), then draws the jobs' plots as any drawer does."""
+    if html._Drawer._here is not None:
+        html._Drawer._here.kill()
+    log = tmp_path / "made.log"
+
+    def fails() -> None:
+        raise RuntimeError("a warm-up that fails")
+
+    html.start_drawer([fails, functools.partial(warmed, str(log))])
+    drawer = html._Drawer._here
+    assert drawer is not None and drawer.owner == os.getpid()
+    html.start_drawer([])  # one per process
+    assert html._Drawer._here is drawer
+    written = Drawing(makers(log), tmp_path / "job0").finish()
+    lines = log.read_text().split("\n")
+    assert lines[0] == f"warm {drawer.pid}" and set(lines[1:3]) == {str(drawer.pid)}
+    assert [p.read_bytes() for p in written] == [html._draw(f, html.DPI) for f in means_figures(2)]
