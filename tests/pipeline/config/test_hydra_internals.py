@@ -218,9 +218,11 @@ def test_the_lean_job_runner_does_what_hydras_run_job_does(tmp_path, monkeypatch
     outcomes: dict[str, list[Any]] = {}
     with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
         master = compose("config", return_hydra_config=True,
-                         overrides=["hydra.sweep.dir=sweep", "+tags.api_key=s3cret", f"hydra.job.chdir={chdir}"])
+                         overrides=["hydra.sweep.dir=sweep", f"hydra.job.chdir={chdir}"])
         loader = GlobalHydra.instance().config_loader()
-        jobs = job_override_lists(master, [*SWEEP, "depth=100,-1"])
+        texts = ["+tags.api_key=s3cret", "+tags.note='héllo: wörld # ünïcode'", "+tags.number='1.0'", "+tags.yes='yes'",
+                 "+tags.long='" + "a long text " * 12 + "'", "+tags.empty=''"]  # YAML's corners
+        jobs = job_override_lists(master, [*SWEEP, "depth=100,-1", *texts])
         compose_once(loader)  # as in a sweep: each job's config is a copy the memo hands out
         try:
             for name, runner in (("hydra", run_job), ("lean", _job_runner())):
@@ -256,6 +258,7 @@ def test_the_lean_job_runner_does_what_hydras_run_job_does(tmp_path, monkeypatch
             compose_normally(loader)
     hydras, leans = outcomes["hydra"], outcomes["lean"]
     assert len(hydras[0]) == len(jobs) == 8 and len(hydras[3]) == 3 * len(jobs)
+    assert "héllo: wörld # ünïcode" in hydras[3]["0/.hydra/config.yaml"].decode()
     assert [r[0] for r in hydras[1]] == [JobStatus.FAILED if "depth=-1" in job else JobStatus.COMPLETED
                                          for job in jobs]
     for part in range(4):
