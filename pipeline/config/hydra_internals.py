@@ -31,7 +31,7 @@ driver can check every job's config before any starts.
 
 3. Each job of a basic sweep run with less copying (:func:`run_jobs_leanly`). Hydra's ``run_job`` sets Hydra's
 config twice (a masked deep copy of the ``hydra`` node each time) and deep-copies the whole config, then that
-copy again, before the task starts: 20-25 ms of a SciFact sweep's ~130 ms a point, in the process that sets the
+copy again, before the task starts: 10-15 ms of a SciFact sweep's ~130 ms a point, in the process that sets the
 pace. The basic launcher's ``run_job`` is replaced for the sweep's length by one that does the same things in the
 same order with one setting of Hydra's config (the output folder written into both), the task's config copied
 without the ``hydra`` node (:func:`without_hydra`) and the job return holding Hydra's config itself (nothing
