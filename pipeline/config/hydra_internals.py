@@ -254,8 +254,8 @@ def loader_memo() -> ComposedConfigs:
 def without_hydra(config: DictConfig) -> DictConfig:
     """A deep copy of ``config`` without its ``hydra`` node, as Hydra makes the task's config (a deep copy, then
     the node deleted), without copying the node first: it is most of the config's nodes."""
-    content = config.__dict__["_content"]
-    if not isinstance(config, BaseContainer) or not isinstance(content, dict) or "hydra" not in content:
+    content = config.__dict__.get("_content") if isinstance(config, BaseContainer) else None
+    if not isinstance(content, dict) or "hydra" not in content:
         task = copy.deepcopy(config)
         with read_write(task), open_dict(task):
             del task["hydra"]

@@ -16,8 +16,9 @@ A sweep (``-m``) has the copy too. Its driver's store work (the parent run, read
 the gate) goes through a :class:`RemoteClient`: the driver never imports the SQLAlchemy store (about 1.9 s), which
 the copy imported while the driver composed its configs. Each call is whole: a Ctrl-C during one acts once its
 answer is back, and the copy, alive, then closes the sweep's runs FAILED for the driver. A job of the sweep hands its
-saved record over without waiting (:meth:`StoreProcess.publish_later`); the answer is read before the next request,
-or when the sweep ends. If the copy is gone, every call is made in-process instead. Only the process that forked the
+saved record over without waiting (:meth:`StoreProcess.publish_later`), and from then on the copy runs at nice
++5 (its logging fills the gaps the jobs and their plots leave); the answer is read before the next request, or
+when the sweep ends. If the copy is gone, every call is made in-process instead. Only the process that forked the
 copy talks to it: a process forked from that one (a plot drawer, a fork-based worker) opens the store itself.
 
 This module imports nothing heavy: the copy imports MLflow after the fork.
