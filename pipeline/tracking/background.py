@@ -16,9 +16,8 @@ A sweep (``-m``) has the copy too. Its driver's store work (the parent run, read
 the gate) goes through a :class:`RemoteClient`: the driver never imports the SQLAlchemy store (about 1.9 s), which
 the copy imported while the driver composed its configs. Each call is whole: a Ctrl-C during one acts once its
 answer is back, and the copy, alive, then closes the sweep's runs FAILED for the driver. A job of the sweep hands its
-saved record over without waiting (:meth:`StoreProcess.publish_later`), and from then on the copy runs at nice
-+5 (its logging fills the gaps the jobs and their plots leave); the answer is read before the next request, or
-when the sweep ends. If the copy is gone, every call is made in-process instead. Only the process that forked the
+saved record over without waiting (:meth:`StoreProcess.publish_later`); the answer is read before the next request,
+or when the sweep ends. If the copy is gone, every call is made in-process instead. Only the process that forked the
 copy talks to it: a process forked from that one (a plot drawer, a fork-based worker) opens the store itself.
 
 This module imports nothing heavy: the copy imports MLflow after the fork.
@@ -41,7 +40,6 @@ from pipeline.common import collector
 from pipeline.common.forking import second_core
 
 _CURRENT: StoreProcess | None = None
-NICER = 5  # how much lower the copy's priority is once a sweep's jobs log through it without waiting
 
 
 class Gone(Exception):
@@ -85,7 +83,6 @@ class StoreProcess:
         self.owner = os.getpid()  # a process forked from this one inherits the pipe, and must leave it alone
         self.uris: set[str] = set()  # the stores the copy has opened
         self.unanswered: list[Callable[[tuple[Any, ...]], None]] = []  # handlers of requests sent without waiting
-        self.yielded = False  # whether the copy's priority was lowered (see _yield_cores)
 
     def usable(self) -> bool:
         """Whether this process may talk to the copy: it runs, and this is the process that started it."""
@@ -139,19 +136,9 @@ class StoreProcess:
 
         if not self.usable():
             raise Gone("not running")
-        self._yield_cores()
         with deferred():
             self._send(("publish", str(folder)))
         self.unanswered.append(answered)
-
-    def _yield_cores(self) -> None:
-        """Once a sweep's jobs hand their records over without waiting, the copy logs at a lower priority
-        (nice +5): the jobs and the plots they draw go first, its logging fills the gaps, and all of it is read
-        back only at the sweep's end."""
-        if not self.yielded:
-            self.yielded = True
-            with contextlib.suppress(OSError):  # raising another of one's own processes' nice value is allowed
-                os.setpriority(os.PRIO_PROCESS, self.pid, os.getpriority(os.PRIO_PROCESS, self.pid) + NICER)
 
     def settle(self) -> None:
         """Read the answers to the requests sent without waiting, in order, each handed to its handler."""

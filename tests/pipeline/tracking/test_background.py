@@ -142,22 +142,6 @@ def test_a_sweeps_job_hands_its_record_over_and_goes_on(tmp_path, store_process)
     assert len(MlflowClient(uri).search_runs([store.experiment_id])) == 2  # each logged once
 
 
-def test_once_a_sweeps_jobs_hand_their_records_over_the_store_process_yields_the_cores(tmp_path, store_process):
-    """Its logging is read back only at the sweep's end: while the jobs compute and draw, it runs at a lower priority
-    (once, however many records it is handed), and logs everything all the same."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    store = Store.open(uri, "rankscope")
-    priority = os.getpriority(os.PRIO_PROCESS, store_process.pid)
-    assert priority == os.getpriority(os.PRIO_PROCESS, 0)  # opening the store: as urgent as the command
-    sweep = type("Handoff", (), {"experiment_id": store.experiment_id, "parent_run_id": None})()
-    for name in ("job-0", "job-1"):
-        destination = Destination.open(uri, tmp_path, "rankscope", sweep)
-        assert destination.publish_later(saved_record(tmp_path / name, destination), tmp_path / name, print)
-        assert os.getpriority(os.PRIO_PROCESS, store_process.pid) == min(priority + background.NICER, 19)
-    background.settle()
-    assert len(MlflowClient(uri).search_runs([store.experiment_id])) == 2
-
-
 def test_once_the_store_process_is_gone_the_calls_are_made_here(tmp_path, store_process):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     store = Store.open(uri, "rankscope")
