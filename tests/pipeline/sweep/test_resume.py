@@ -69,7 +69,9 @@ def test_a_sweep_killed_after_its_second_job_resumes_and_logs_every_job_exactly_
     client = MlflowClient(f"sqlite:///{launch_dir / 'mlflow.db'}")
     _, before = sweep_runs(client)
     done_before = {c.info.run_id for c in before if c.info.status == "FINISHED"}
-    assert len(done_before) in (2, 3)  # the third job may have finished before the signal arrived
+    # the third job may have finished before the signal arrived, and the fourth too: a job is logged once the next
+    # has computed, and help-desk jobs take milliseconds (the stopped sweep logs the one left waiting)
+    assert len(done_before) in (2, 3, 4)
 
     again = run_pipeline(launch_dir, *args)
     assert again.returncode == 0, again.stderr[-3000:]
