@@ -21,8 +21,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 import pipeline.app
 from pipeline.config.hydra_internals import (
     ComposedConfigs,
-    _job_runner,
     _Kept,
+    _lean_run_job,
     compose_normally,
     compose_once,
     run_jobs_leanly,
@@ -225,7 +225,7 @@ def test_the_lean_job_runner_does_what_hydras_run_job_does(tmp_path, monkeypatch
         jobs = job_override_lists(master, [*SWEEP, "depth=100,-1", *texts])
         compose_once(loader)  # as in a sweep: each job's config is a copy the memo hands out
         try:
-            for name, runner in (("hydra", run_job), ("lean", _job_runner())):
+            for name, runner in (("hydra", run_job), ("lean", _lean_run_job)):
                 recorder = Recorder()
                 context = HydraContext(config_loader=loader, callbacks=Callbacks())
                 context.callbacks.callbacks.append(recorder)
