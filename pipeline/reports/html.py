@@ -150,8 +150,34 @@ def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
     if not isinstance(fig.canvas, PngCanvas):
         PngCanvas(fig)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi)
+    with _laid_out(fig, dpi):
+        fig.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
+
+
+@contextlib.contextmanager
+def _laid_out(fig: Figure, dpi: int) -> Any:
+    """The figure's layout engine (constrained layout: the sweep's figures) run once at ``dpi``, then set aside while
+    it is saved: the positions ``savefig`` would compute, without the whole figure drawn a first time with its
+    output thrown away (matplotlib's way of running the engine when saving): the sweep's heat map in 0.2 s instead
+    of 0.27. The same pixels (tested on every plot kind against matplotlib's own PNG)."""
+    engine = fig.get_layout_engine()
+    if engine is None or not fig.axes or getattr(fig, "_layout_engine", None) is not engine:
+        yield  # no engine, or a matplotlib that keeps it elsewhere: savefig's own way
+        return
+    kept = fig.dpi
+    fig.dpi = dpi
+    try:
+        engine.execute(fig)
+    except ValueError:  # what Figure.draw lets pass (a figure too small for its margins): drawn as laid out so far
+        pass
+    finally:
+        fig.dpi = kept
+    fig._layout_engine = None  # set_layout_engine("none") leaves a placeholder, which savefig would lay out for
+    try:
+        yield
+    finally:
+        fig._layout_engine = engine
 
 
 class PngCanvas(FigureCanvasAgg):

@@ -331,6 +331,26 @@ def test_a_figure_with_transparent_pixels_keeps_its_alpha():
     assert Image.open(io.BytesIO(png)).mode == "RGBA" and (pixels(png) == pixels(matplotlibs_png(see_through()))).all()
 
 
+@pytest.mark.parametrize("name", ["means", "buckets", "paired", "grid"])
+def test_a_laid_out_figure_is_drawn_once_and_keeps_its_layout_engine(name, monkeypatch):
+    """The sweep's figures use constrained layout, which ``savefig`` runs by drawing the whole figure once for
+    nothing: here the engine runs alone, then one draw makes the PNG (the pixels are matplotlib's: the test above).
+    Afterwards the figure is laid out as before, by the same engine."""
+    from matplotlib.figure import Figure
+
+    from tests.pipeline.reports.test_plots import every_plot
+
+    ndcg = pd.DataFrame({"BM25": [0.1, 0.9, 0.5, 0.0], "LSA": [0.3, 0.2, 1.0, 0.4]}, index=["q1", "q2", "q3", "q4"])
+    fig = every_plot(ndcg)[name]()
+    engine, dpi = fig.get_layout_engine(), fig.dpi
+    draws = []
+    drawn = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda self, renderer: draws.append(self) or drawn(self, renderer))
+    html.png_bytes(fig)
+    assert type(engine).__name__ == "ConstrainedLayoutEngine" and len(draws) == 1
+    assert fig.get_layout_engine() is engine and fig.dpi == dpi
+
+
 def warmed(log: str) -> None:
     with open(log, "a") as f:
         f.write(f"warm {os.getpid()}\n")
