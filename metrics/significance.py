@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
-_CHUNK_CELLS = 2**23
+_CHUNK_CELLS = 2**23  # flips drawn per call of the generator (the stream every p-value here is computed from)
+_ROWS = 1024  # flips multiplied a block at a time: the temporaries stay in cache
+
+
+def _sign_blocks(rng: np.random.Generator, permutations: int, n: int) -> Iterator[np.ndarray]:
+    """The random sign flips as blocks of +-1.0 rows: drawn as they always were (same stream, same chunks), turned
+    into floats ``_ROWS`` rows at a time. The whole 10,000 x 300 matrix as floats was 24 MB, allocated and faulted
+    in on each call: a sweep's end compared its systems in 0.05-0.17 s of this instead of 0.03."""
+    step = max(1, _CHUNK_CELLS // n)
+    for start in range(0, permutations, step):
+        flips = rng.integers(0, 2, size=(min(step, permutations - start), n), dtype=np.int8)
+        for row in range(0, len(flips), _ROWS):
+            signs = flips[row:row + _ROWS].astype(np.float64)
+            signs *= 2
+            signs -= 1
+            yield signs
 
 
 def randomisation_test(a: np.ndarray, b: np.ndarray, permutations: int = 10000, seed: int = 0) -> float:
@@ -28,20 +45,18 @@ def randomisation_p_values(differences: np.ndarray, permutations: int = 10000, s
     observed = np.abs(d.mean(axis=0))
     rng = np.random.default_rng(seed)
     hits = np.zeros(k, dtype=np.int64)
-    step = max(1, _CHUNK_CELLS // n)
-    tolerance = 1e-12 * np.maximum(1.0, observed)
-    for start in range(0, permutations, step):
-        size = min(step, permutations - start)
-        signs = rng.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1
-        means = np.abs(signs @ d) / n
-        hits += (means >= observed - tolerance).sum(axis=0)
+    floor = observed - 1e-12 * np.maximum(1.0, observed)
+    for signs in _sign_blocks(rng, permutations, n):
+        means = np.abs(signs @ d)
+        means /= n
+        hits += np.count_nonzero(means >= floor, axis=0)
     p = (hits + 1) / (permutations + 1)
     p[np.all(d == 0, axis=0)] = 1.0
     return p
 
 
 def pair_p_values(values: np.ndarray, first: np.ndarray, second: np.ndarray, permutations: int = 10000,
-                  seed: int = 0, block: int = 256) -> np.ndarray:
+                  seed: int = 0, block: int = 64) -> np.ndarray:
     """:func:`randomisation_p_values` of the columns ``values[:, first] - values[:, second]`` (questions x systems'
     columns in, one p-value per pair of columns out), with the same sign flips.
 
@@ -58,16 +73,16 @@ def pair_p_values(values: np.ndarray, first: np.ndarray, second: np.ndarray, per
     observed = np.abs(d.mean(axis=0))
     rng = np.random.default_rng(seed)
     hits = np.zeros(len(first), dtype=np.int64)
-    step = max(1, _CHUNK_CELLS // n)  # the chunks randomisation_p_values draws: the same stream of flips
-    tolerance = 1e-12 * np.maximum(1.0, observed)
-    for start in range(0, permutations, step):
-        size = min(step, permutations - start)
-        signs = rng.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1
+    floor = observed - 1e-12 * np.maximum(1.0, observed)
+    for signs in _sign_blocks(rng, permutations, n):  # the flips randomisation_p_values draws
         sums = signs @ v
         for at in range(0, len(first), block):  # a block of pairs at a time: memory stays flat with many systems
             part = slice(at, at + block)
-            means = np.abs(sums[:, first[part]] - sums[:, second[part]]) / n
-            hits[part] += (means >= observed[part] - tolerance[part]).sum(axis=0)
+            means = sums[:, first[part]]
+            means -= sums[:, second[part]]
+            np.abs(means, out=means)
+            means /= n
+            hits[part] += np.count_nonzero(means >= floor[part], axis=0)
     p = (hits + 1) / (permutations + 1)
     p[np.all(d == 0, axis=0)] = 1.0
     return p

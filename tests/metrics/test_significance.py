@@ -59,6 +59,18 @@ def test_pairs_of_columns_get_the_p_values_of_their_differences():
     assert pair_p_values(values, first, second, permutations=3000, seed=6).tolist() != alone.tolist()  # seeded
 
 
+def test_the_flips_are_one_seeded_stream_however_they_are_multiplied():
+    """The p-values are those of the plain definition: all the flips drawn at once from the seeded generator, each
+    flipped mean compared with the observed one (the flips are multiplied in blocks of rows, which must not change
+    which flips are drawn, nor any count)."""
+    rng = np.random.default_rng(8)
+    d = rng.random((50, 4)).round(2) - rng.random((50, 4)).round(2)
+    signs = np.random.default_rng(9).integers(0, 2, size=(2500, 50), dtype=np.int8) * 2 - 1
+    observed = np.abs(d.mean(axis=0))
+    hits = (np.abs(signs @ d) / 50 >= observed - 1e-12 * np.maximum(1.0, observed)).sum(axis=0)
+    assert randomisation_p_values(d, permutations=2500, seed=9).tolist() == ((hits + 1) / 2501).tolist()
+
+
 def test_bad_input_is_refused():
     with pytest.raises(ValueError):
         randomisation_test(np.array([]), np.array([]))
