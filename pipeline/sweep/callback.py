@@ -16,8 +16,11 @@ A sweep started again in the same folder (``hydra.sweep.dir``) resumes: same par
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
+import importlib
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -106,6 +109,7 @@ class MlflowSweep(Callback):
         self.tuning = False
         self.composed: ComposedConfigs | None = None
         self.runner: Any = None  # Hydra's run_job, while the launcher runs the jobs leanly
+        self.importer: threading.Thread | None = None  # the end's imports, while the jobs run in this process
 
     @hook
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -156,9 +160,17 @@ class MlflowSweep(Callback):
         self.overrides = " ".join(overrides) or "(none)"
         if jobs is not None and config.hydra.runtime.choices.get("hydra/launcher", "basic") in IN_PROCESS_LAUNCHERS:
             start_drawer([_warm_up_plots])  # on the second core, idle while the first job computes
+            self.importer = threading.Thread(target=_import_the_ends_modules, name="rankscope-end-imports",
+                                             daemon=True)
         collector.resume()  # the driver's start-up, frozen; its jobs may run in other processes (joblib)
         self.sweep_args = overrides  # as parsed: the tuning driver rebuilds the untuned and tuned configs from them
         atexit.register(self._abandoned)
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        """After the first job of a sweep run in this process: the end's imports start on a thread (see
+        :func:`_import_the_ends_modules`)."""
+        if self.importer is not None and self.importer.ident is None:
+            self.importer.start()
 
     @hook
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -199,6 +211,23 @@ class MlflowSweep(Callback):
             interrupts.shielded()
             finish_waiting()  # a job whose results were all computed is logged, not run again by the resume
             abandon(self.parent, self.handle.experiment_id)
+
+
+END_MODULES = ("scipy.special", "threadpoolctl")  # imported by the sweep's end alone
+
+
+def _import_the_ends_modules() -> None:
+    """Import what only the sweep's end uses (scipy.special for the question set's sensitivity: 0.13 s; the BLAS
+    thread limit; PIL's image plugins, loaded by the first PNG this process saves) on a thread started once the
+    first job has run: it runs while the driver waits for its drawing copy between jobs, not at the end, where it
+    was on the driver's path. A failure here changes nothing: the end imports them itself."""
+    for name in END_MODULES:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    with contextlib.suppress(Exception):
+        from PIL import Image
+
+        Image.preinit()
 
 
 def _warm_up_plots() -> None:

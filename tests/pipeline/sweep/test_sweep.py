@@ -112,3 +112,29 @@ def test_an_error_inside_a_sweep_hook_ends_the_command_with_status_1(capsys):
         Broken().on_multirun_end()
     assert stopped.value.code == 1
     assert "the sweep's on_multirun_end failed (above): a bug" in capsys.readouterr().err
+
+
+def test_a_sweep_run_in_this_process_imports_what_its_end_uses_once_its_first_job_has_run():
+    """scipy.special (the question set's sensitivity), threadpoolctl and PIL's image plugins are imported on a
+    thread while the jobs run, started by the first job's end and only once; a sweep whose jobs run elsewhere
+    starts nothing. In a fresh interpreter, so that nothing else imported them first."""
+    import subprocess
+    import sys
+
+    script = """
+import sys, threading
+from pipeline.sweep.callback import END_MODULES, MlflowSweep, _import_the_ends_modules
+sweep = MlflowSweep()
+sweep.on_job_end(None, None)  # no sweep run in this process: nothing starts
+assert threading.active_count() == 1
+before = [name for name in END_MODULES if name in sys.modules]
+sweep.importer = threading.Thread(target=_import_the_ends_modules, daemon=True)
+sweep.on_job_end(None, None)
+sweep.on_job_end(None, None)  # the next job's end: started once
+sweep.importer.join(120)
+from PIL import Image
+print(before, [name for name in END_MODULES if name not in sys.modules], Image._initialized)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "[]", "1"]  # PIL preinitialised: its plugins loaded
