@@ -38,6 +38,7 @@ RUNS_BYTES = 512 * 2**20  # rankings kept in memory, least recently used dropped
 
 _caches: dict[tuple[str | None, int], TermCountCache] = {}
 _collections: OrderedDict[str, Collection] = OrderedDict()
+_loaded_ahead: set[str] = set()  # corpora read before the job that needs them (load_ahead): it counts the load
 _runs: OrderedDict[str, tuple[int, Run]] = OrderedDict()
 STATS: Counter = Counter()  # runs_ranked/_reused: this process's totals
 
@@ -56,6 +57,9 @@ def shared_collection(source: CorpusSource, node: DictConfig) -> tuple[Collectio
     key = _collection_key(source, node)
     if key is not None and key in _collections:
         _collections.move_to_end(key)
+        if key in _loaded_ahead:
+            _loaded_ahead.discard(key)
+            return _collections[key], "loaded"
         return _collections[key], "reused"
     collection = source.load()
     if key is not None:
@@ -63,6 +67,20 @@ def shared_collection(source: CorpusSource, node: DictConfig) -> tuple[Collectio
         while len(_collections) > COLLECTIONS_KEPT:
             _collections.popitem(last=False)
     return collection, "loaded"
+
+
+def load_ahead(source: CorpusSource, node: DictConfig) -> None:
+    """Read a corpus before the job that needs it: a sweep's driver does this while the store process, still
+    starting, creates the parent run. That job then finds the corpus loaded and counts the load as its own
+    (``collections_loaded``). Whatever goes wrong is left for the job to find and report in its own words."""
+    key = _collection_key(source, node)
+    if key is None or key in _collections:
+        return
+    try:
+        shared_collection(source, node)
+    except Exception:  # a missing or malformed corpus: the job says so
+        return
+    _loaded_ahead.add(key)
 
 
 def _collection_key(source: CorpusSource, node: DictConfig) -> str | None:

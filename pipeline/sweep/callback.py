@@ -48,6 +48,7 @@ from pipeline.config.hydra_internals import (
 )
 from pipeline.config.plan import JobPlan
 from pipeline.job.context import SweepHandle, config_tags, configured_corpus, run_name
+from pipeline.job.reuse import load_ahead
 from pipeline.job.run import finish_waiting
 from pipeline.reports.html import start_drawer
 from pipeline.sweep.close import abandon, close_sweep
@@ -59,21 +60,24 @@ from pipeline.tracking.runs import Tracker
 from pipeline.tracking.store import STORE_ERRORS, store_error, tracking_uri
 
 
-def validate_jobs(config: DictConfig, jobs: list[list[str]]) -> None:
+def validate_jobs(config: DictConfig, jobs: list[list[str]]) -> list[tuple[JobPlan, DictConfig]]:
     """Compose and check every job's config before anything starts: a bad key or value in the 7th sweep point
-    stops the command now, not after six jobs ran. Data problems (a missing folder) are found by the job."""
+    stops the command now, not after six jobs ran. Data problems (a missing folder) are found by the job. Returns
+    each job's plan and config (without its ``hydra`` node)."""
     launch_dir = Path(config.hydra.runtime.cwd)
+    checked = []
     for number, job in enumerate(jobs):
         where = f"job {number} ({' '.join(job)})"
         try:
             job_cfg = compose_job(config, job)
             with open_dict(job_cfg):
                 del job_cfg["hydra"]
-            JobPlan.check(job_cfg, launch_dir)
+            checked.append((JobPlan.check(job_cfg, launch_dir), job_cfg))
         except InputError as exc:
             _exit(f"{where}: {exc}")
         except (HydraException, OmegaConfBaseException) as exc:
             _exit(f"{where}: {one_line(exc)}")
+    return checked
 
 
 def sweep_overrides(overrides: list[str], sweeper_params: dict[str, Any] | None) -> tuple[list[str], list[str]]:
@@ -121,7 +125,10 @@ class MlflowSweep(Callback):
         if jobs is not None:
             self.composed = loader_memo()  # each job's config composed once: validated, then launched
             self.runner = run_jobs_leanly()
-            validate_jobs(config, jobs)
+            checked = validate_jobs(config, jobs)
+            if checked and config.hydra.runtime.choices.get("hydra/launcher", "basic") in IN_PROCESS_LAUNCHERS:
+                plan, job_cfg = checked[0]  # read while the store process, still starting, opens the parent run:
+                load_ahead(plan.corpus, job_cfg.corpus)  # the first job finds its corpus loaded
         self.tuning = is_tuning(config.hydra)
         if self.tuning:
             try:

@@ -99,3 +99,25 @@ def test_a_cache_limit_that_is_not_a_size_stops_before_any_work():
     check_config(composed("cache.limit=500MiB"))
     with pytest.raises(InputError, match=r"cache.limit: 'lots' is not a size"):
         check_config(composed("cache.limit=lots"))
+
+
+def test_a_corpus_read_ahead_is_counted_as_loaded_by_the_job_that_uses_it_first(tmp_path):
+    """A sweep's driver reads its first job's corpus while the store process creates the parent run: that job still
+    counts the load (``collections_loaded``), the next one the reuse; a corpus that cannot be read is left for the
+    job to report."""
+    from omegaconf import OmegaConf
+
+    from metrics.errors import InputError
+    from pipeline.data.sources import BeirFolder
+    from pipeline.job.reuse import load_ahead, shared_collection
+
+    folder = beir_copy(tmp_path / "corpus", changed=False)
+    source, node = BeirFolder(folder), OmegaConf.create({"path": str(folder)})
+    load_ahead(source, node)
+    first, how = shared_collection(source, node)
+    again, then = shared_collection(source, node)
+    assert (how, then) == ("loaded", "reused") and again is first and len(first.doc_ids) == 28
+    missing = BeirFolder(tmp_path / "nowhere")
+    load_ahead(missing, OmegaConf.create({"path": str(tmp_path / "nowhere")}))  # says nothing
+    with pytest.raises(InputError):
+        shared_collection(missing, OmegaConf.create({"path": str(tmp_path / "nowhere")}))
