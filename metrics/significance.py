@@ -56,7 +56,7 @@ def randomisation_p_values(differences: np.ndarray, permutations: int = 10000, s
 
 
 def pair_p_values(values: np.ndarray, first: np.ndarray, second: np.ndarray, permutations: int = 10000,
-                  seed: int = 0, block: int = 64) -> np.ndarray:
+                  seed: int = 0, block: int = 256) -> np.ndarray:
     """:func:`randomisation_p_values` of the columns ``values[:, first] - values[:, second]`` (questions x systems'
     columns in, one p-value per pair of columns out), with the same sign flips.
 

@@ -122,11 +122,13 @@ class MlflowSweep(Callback):
         sweep_dir = (launch_dir / str(config.hydra.sweep.dir)).resolve()
         overrides, varying = sweep_overrides(list(config.hydra.overrides.task), config.hydra.sweeper.get("params"))
         jobs = job_override_lists(config, overrides)
+        in_process = jobs is not None and config.hydra.runtime.choices.get("hydra/launcher", "basic") in \
+            IN_PROCESS_LAUNCHERS  # the jobs run in this process, one after another
         if jobs is not None:
             self.composed = loader_memo()  # each job's config composed once: validated, then launched
             self.runner = run_jobs_leanly()
             checked = validate_jobs(config, jobs)
-            if checked and config.hydra.runtime.choices.get("hydra/launcher", "basic") in IN_PROCESS_LAUNCHERS:
+            if in_process and checked:
                 plan, job_cfg = checked[0]  # read while the store process, still starting, opens the parent run:
                 load_ahead(plan.corpus, job_cfg.corpus)  # the first job finds its corpus loaded
         self.tuning = is_tuning(config.hydra)
@@ -165,7 +167,7 @@ class MlflowSweep(Callback):
         self.uri = uri
         self.title = f"{'Tuning' if self.tuning else 'Sweep'} {name}"
         self.overrides = " ".join(overrides) or "(none)"
-        if jobs is not None and config.hydra.runtime.choices.get("hydra/launcher", "basic") in IN_PROCESS_LAUNCHERS:
+        if in_process:
             start_drawer([_warm_up_plots])  # on the second core, idle while the first job computes
             self.importer = threading.Thread(target=_import_the_ends_modules, name="rankscope-end-imports",
                                              daemon=True)
