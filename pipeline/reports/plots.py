@@ -70,8 +70,8 @@ def means_bars(summary: pd.DataFrame, title: str = "Mean score per metric, 95% b
     width = 0.8 / len(systems)
     x = np.arange(len(metrics))
     colours = _palette(len(systems))
-    # every bar in one call and every interval in another, system by system: the picture of one bar() with yerr per
-    # system, pixel for pixel (bars are drawn before error bars either way), in half the time
+    # every bar in one call and every interval in another, system by system: byte for byte the PNG of one bar() with
+    # yerr per system (bars are drawn before error bars either way), built in half the time
     rows = table.reindex([(system, m) for system in systems for m in metrics])
     mean = rows["mean"].to_numpy(float)
     err = np.vstack([mean - rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float) - mean])

@@ -122,8 +122,8 @@ class MlflowSweep(Callback):
         sweep_dir = (launch_dir / str(config.hydra.sweep.dir)).resolve()
         overrides, varying = sweep_overrides(list(config.hydra.overrides.task), config.hydra.sweeper.get("params"))
         jobs = job_override_lists(config, overrides)
-        in_process = jobs is not None and config.hydra.runtime.choices.get("hydra/launcher", "basic") in \
-            IN_PROCESS_LAUNCHERS  # the jobs run in this process, one after another
+        launcher = config.hydra.runtime.choices.get("hydra/launcher", "basic")
+        in_process = jobs is not None and launcher in IN_PROCESS_LAUNCHERS  # the jobs run here, one after another
         if jobs is not None:
             self.composed = loader_memo()  # each job's config composed once: validated, then launched
             self.runner = run_jobs_leanly()
@@ -145,7 +145,7 @@ class MlflowSweep(Callback):
                         "several corpora" if several else configured_corpus(config.corpus))
         tags = {**config_tags(config), TAG_KIND: KIND_SWEEP, TAG_SWEEP_DIR: str(sweep_dir),
                 TAG_OVERRIDES: " ".join(overrides),
-                TAG_LAUNCHER: str(config.hydra.runtime.choices.get("hydra/launcher", "basic"))}
+                TAG_LAUNCHER: str(launcher)}
         try:
             uri = tracking_uri(config.tracking.uri, launch_dir)
             self.parent, experiment_id, resumed = open_parent(uri, config.tracking.experiment, sweep_dir, name, tags)
