@@ -157,17 +157,26 @@ def main() -> None:
         _hydra_main()
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM
         interrupted(exc)
-    except (HydraException, OmegaConfBaseException) as exc:
+    except Exception as exc:
+        stop = interrupts.behind(exc)  # an error raised while a Ctrl-C unwound is that Ctrl-C
+        if stop is not None:
+            interrupted(stop)
+        _report(exc)
+    finally:
+        os.environ.pop("HYDRA_FULL_ERROR", None)
+
+
+def _report(exc: Exception) -> None:
+    """A config error, or a tuning sweep none of whose trials finished: one line and status 1. Anything else is a
+    bug and goes on with its traceback."""
+    if isinstance(exc, (HydraException, OmegaConfBaseException)):
         reason = one_line(exc)
         if "Could not find 'hydra/sweeper/optuna'" in reason:
             reason += f": tuning sweeps need the optional package hydra-optuna-sweeper: {TUNE_HINT}"
         print(f"{PROG}: config: {reason}", file=sys.stderr, flush=True)
         sys.exit(1)
-    except ValueError as exc:  # optuna, when asked for the best of a search in which every trial failed
-        if "No trials are completed" not in str(exc):
-            raise
+    if isinstance(exc, ValueError) and "No trials are completed" in str(exc):  # optuna, every trial failed
         print(f"{PROG}: every trial of the tuning sweep failed (reasons above): nothing to evaluate", file=sys.stderr,
               flush=True)
         sys.exit(1)
-    finally:
-        os.environ.pop("HYDRA_FULL_ERROR", None)
+    raise exc

@@ -82,6 +82,32 @@ def status(exc: BaseException) -> tuple[int, str]:
     return (143, "SIGTERM") if isinstance(exc, Terminated) else (130, "Ctrl-C")
 
 
+def behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM ``exc`` was raised while unwinding, if any (``exc`` itself when it is one).
+
+    A clean-up that fails as an interruption unwinds it replaces the interruption with its own error: OmegaConf,
+    stopped half-way through building a config, then fails to restore its flags (``'NoneType' object has no
+    attribute '_invalidate_flags_cache'``). Reported as that error, the stop became a config error, or a failed job
+    after which a sweep ran on. Follows each error's cause and context, once each."""
+    todo, seen = [exc], set()
+    while todo:
+        current = todo.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        if isinstance(current, KeyboardInterrupt):
+            return current
+        seen.add(id(current))
+        todo += [current.__cause__, current.__context__]
+    return None
+
+
+def stop_if_interrupted(exc: BaseException) -> None:
+    """Raise the interruption behind ``exc`` (:func:`behind`), if there is one, so it stops the command as itself."""
+    stop = behind(exc)
+    if stop is not None and stop is not exc:
+        raise stop from None
+
+
 def shielded() -> None:
     """From now on Ctrl-C and SIGTERM are ignored: the process is closing its runs and must finish doing so."""
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from omegaconf import DictConfig
 
 from metrics.errors import InputError
-from pipeline.common import progress
+from pipeline.common import interrupts, progress
 from pipeline.common.names import (
     CACHE_PREFIX,
     KIND_JOB,
@@ -116,9 +116,11 @@ def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = 
         finish_waiting()  # the previous job: its plots were drawn while this one computed
         complete, text = job.write(plan, result, diagnosis)
     except InputError as exc:
+        interrupts.stop_if_interrupted(exc)
         finish_waiting()
         return job.failed(str(exc))
     except Exception as exc:  # a bug: record the failure, then let it show its traceback
+        interrupts.stop_if_interrupted(exc)  # not a bug: a clean-up that failed as a Ctrl-C unwound it
         finish_waiting()
         job.failed(f"{type(exc).__name__}: {exc}", quiet=True)
         raise

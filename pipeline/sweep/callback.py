@@ -95,7 +95,8 @@ def hook(method: Callable[..., None]) -> Callable[..., None]:
     def wrapped(self: Any, *args: Any, **kwargs: Any) -> None:
         try:
             method(self, *args, **kwargs)
-        except Exception:
+        except Exception as exc:
+            interrupts.stop_if_interrupted(exc)  # a clean-up that failed as a Ctrl-C unwound: that Ctrl-C
             traceback.print_exc()
             print(f"{PROG}: the sweep's {method.__name__} failed (above): a bug, please report it", file=sys.stderr,
                   flush=True)

@@ -21,6 +21,7 @@ import pandas as pd
 
 from pipeline.analysis.diagnosis import DiagnosisSettings, diagnosis_from_table
 from pipeline.analysis.summary import SweepSummary
+from pipeline.common import interrupts
 from pipeline.common.names import (
     DIAGNOSIS_DIR,
     DIFFERENCES_FILE,
@@ -269,6 +270,7 @@ def plots_and_report(summary: SweepSummary, plan: MetricPlan, diagnosis: Mapping
         report = write_report(report_html(summary, figures, title, settings, info, files, diagnoses),
                               sweep_dir / REPORT_FILE)
     except Exception as exc:
+        interrupts.stop_if_interrupted(exc)  # stopped, not failed: the Ctrl-C acts
         print(f"{PROG}: the sweep's plots and report were not made: {type(exc).__name__}: {redact_text(str(exc))}",
               file=sys.stderr, flush=True)
         return []

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.analysis.summary import SystemRun, unique_names
-from pipeline.common import progress
+from pipeline.common import interrupts, progress
 from pipeline.common.names import (
     PER_QUESTION_FILE,
     PER_QUESTION_TABLE,
@@ -47,6 +47,7 @@ def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> 
             try:
                 local = _download(client, system.run_id, roots.get(system.run_id), PER_QUESTION_FILE, tmp)
             except Exception as exc:  # a finished run without its table cannot be compared: report, go on
+                interrupts.stop_if_interrupted(exc)
                 system.error = f"per-question table unreadable: {exc}"
                 continue
             frame = pd.read_csv(local, dtype={"query_id": str}, keep_default_na=False, na_values=[""])

@@ -88,3 +88,37 @@ def test_a_deferred_block_keeps_an_ignored_signal_ignored():
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _raised_while_unwinding(stop: KeyboardInterrupt) -> Exception:
+    """The error a failing clean-up raises while ``stop`` unwinds (its cause wrapped once more, as OmegaConf wraps)."""
+    try:
+        try:
+            try:
+                raise stop
+            finally:
+                raise AttributeError("'NoneType' object has no attribute '_invalidate_flags_cache'")
+        except AttributeError as inner:
+            raise KeyError("wrapped") from inner
+    except KeyError as outer:
+        return outer
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt(), interrupts.Terminated()])
+def test_the_interruption_behind_an_error_raised_while_it_unwound_is_found(stop):
+    assert interrupts.behind(_raised_while_unwinding(stop)) is stop
+    assert interrupts.behind(stop) is stop
+
+
+def test_an_error_with_no_interruption_behind_it_has_none():
+    try:
+        try:
+            raise ValueError("first")
+        except ValueError as first:
+            raise RuntimeError("second") from first
+    except RuntimeError as second:
+        assert interrupts.behind(second) is None
+    looped = ValueError("a chain that loops")
+    looped.__context__ = RuntimeError("back")
+    looped.__context__.__context__ = looped
+    assert interrupts.behind(looped) is None
