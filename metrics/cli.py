@@ -160,6 +160,16 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command; Ctrl-C (most often while a large run is read) ends it with one line and status 130, not a
+    traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print(f"{PROG}: stopped by Ctrl-C", file=sys.stderr, flush=True)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
     try:
         cols = columns(args.measures or ["official"])

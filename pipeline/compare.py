@@ -22,9 +22,9 @@ import sys
 from collections.abc import Sequence
 
 from pipeline.common import collector
-from pipeline.common.names import DEFAULT_EXPERIMENT, PROG
+from pipeline.common.names import DEFAULT_EXPERIMENT, SAYS_COMPARE
 
-SAYS = f"{PROG} compare"
+SAYS = SAYS_COMPARE
 EXIT_OK, EXIT_REFUSED, EXIT_ERROR = 0, 1, 2
 CONFIDENCE, RESAMPLES, PERMUTATIONS, SEED = 0.95, 5000, 10000, 0  # metrics.bootstrap's defaults
 SELECTOR = "run id, run name, tag:KEY=VALUE, best:METRIC or latest"
@@ -122,8 +122,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-if __name__ == "__main__":
-    from pipeline.common import ending
+def stopped(word: str) -> str:
+    """The one line a Ctrl-C or SIGTERM ends the command with (status 130 or 143, no traceback)."""
+    return (f"{SAYS_COMPARE}: stopped by {word}: a comparison cut short is closed FAILED; run the command again (a "
+            "comparison recorded in full is not recorded twice)")
 
+
+if __name__ == "__main__":
+    from pipeline.common import ending, interrupts
+
+    interrupts.install()  # SIGTERM (cron, CI) stops it as Ctrl-C does
     collector.pause()  # while MLflow is imported
-    ending.run(main)
+    ending.run(main, stopped)

@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Sequence
 
 from pipeline.common import collector
+from pipeline.common.names import SAYS_GATE
 from pipeline.compare import SELECTOR, add_store_options
 
 
@@ -55,8 +56,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     return outcome.status
 
 
-if __name__ == "__main__":
-    from pipeline.common import ending
+def stopped(word: str) -> str:
+    """The one line a Ctrl-C or SIGTERM ends the command with (status 130 or 143, no traceback)."""
+    return (f"{SAYS_GATE}: stopped by {word}: no verdict; run the gate again (a comparison recorded in full is not "
+            "recorded twice)")
 
+
+if __name__ == "__main__":
+    from pipeline.common import ending, interrupts
+
+    interrupts.install()  # SIGTERM (cron, CI) stops it as Ctrl-C does
     collector.pause()  # while MLflow is imported
-    ending.run(main)
+    ending.run(main, stopped)

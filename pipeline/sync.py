@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pipeline.common import collector
+from pipeline.common.names import SAYS_SYNC
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,8 +42,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-if __name__ == "__main__":
-    from pipeline.common import ending
+def stopped(word: str) -> str:
+    """The one line a Ctrl-C or SIGTERM ends the command with (status 130 or 143, no traceback)."""
+    return (f"{SAYS_SYNC}: stopped by {word}: what was logged stays logged; run the same command again to log the "
+            "rest")
 
+
+if __name__ == "__main__":
+    from pipeline.common import ending, interrupts
+
+    interrupts.install()  # SIGTERM (cron, CI) stops it as Ctrl-C does
     collector.pause()  # while MLflow is imported
-    ending.run(main)
+    ending.run(main, stopped)

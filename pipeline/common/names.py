@@ -6,6 +6,7 @@ Defined once here and imported everywhere (a tag re-typed as a literal elsewhere
 from __future__ import annotations
 
 PROG = "rankscope"
+SAYS_COMPARE, SAYS_GATE, SAYS_SYNC = f"{PROG} compare", f"{PROG} gate", f"{PROG} sync"  # how their lines start
 
 # -- MLflow tags ----------------------------------------------------------------------------------------------
 TAG_KIND = "rankscope.kind"  # 'sweep', 'job' or 'run'; 'comparison'; in tuning sweeps 'trial', 'tuned', 'untuned'

@@ -23,7 +23,7 @@ from omegaconf.errors import OmegaConfBaseException
 from metrics.comparison import gate
 from metrics.errors import InputError
 from metrics.spec import parse_metrics
-from pipeline.common.names import GATE_FILE, PROG, TAG_GATE, TAG_GATE_REASON, TAG_SWEEP_PARENT
+from pipeline.common.names import GATE_FILE, SAYS_GATE, TAG_GATE, TAG_GATE_REASON, TAG_SWEEP_PARENT
 from pipeline.common.redact import one_line, redact_text
 from pipeline.config.paths import CONF_DIR
 from pipeline.config.schema import GateConfig
@@ -34,7 +34,7 @@ from pipeline.tracking.runs import Tracker
 from pipeline.tracking.selectors import NoMatch, corpus_of, describe, metric_key, resolve
 from pipeline.tracking.store import STORE_ERRORS, client_for, store_error
 
-SAYS = f"{PROG} gate"  # how its lines start
+SAYS = SAYS_GATE
 EXIT_PASS, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 GATE_DIR = CONF_DIR / "gate"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from metrics.errors import InputError
-from pipeline.common.names import JOBS_PREFIX, MULTIRUN_CONFIG, PROG, RECORD_FILE, TAG_OVERRIDES
+from pipeline.common.names import JOBS_PREFIX, MULTIRUN_CONFIG, RECORD_FILE, SAYS_SYNC, TAG_OVERRIDES
 from pipeline.common.redact import redact_text
 from pipeline.job.context import SweepHandle
 from pipeline.sweep.close import close_sweep
@@ -25,7 +25,7 @@ from pipeline.tracking.records import JobRecord, pending_records, publish
 from pipeline.tracking.runs import Tracker, find_run
 from pipeline.tracking.store import StoreUnavailable, client_for
 
-SAYS = f"{PROG} sync"
+SAYS = SAYS_SYNC
 
 
 def store_uri(option: str | None, records: list[JobRecord], folder: Path) -> str:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from metrics.comparison import Comparison, GateResult
 from metrics.spec import parse_metric
+from pipeline.common.interrupts import deferred
 from pipeline.common.names import (
     BASELINE_TAG,
     COMPARISON_TABLE,
@@ -162,13 +163,14 @@ def promote(client: MlflowClient, candidate: Run, tag: tuple[str, str] = BASELIN
     previous = [r.info.run_id for r in search_runs(client, [experiment_id], query)
                 if r.info.run_id != candidate.info.run_id]
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    client.set_tag(candidate.info.run_id, key, value)
-    client.set_tag(candidate.info.run_id, f"{key}/since", now)
-    if previous:
-        client.set_tag(candidate.info.run_id, f"{key}/replaces", ",".join(previous))
-    for run_id in previous:
-        client.set_tag(run_id, f"{key}/previous", "true")
-        client.set_tag(run_id, f"{key}/replaced_by", candidate.info.run_id)
-        client.set_tag(run_id, f"{key}/until", now)
-        client.delete_tag(run_id, key)
+    with deferred():  # whole: a Ctrl-C half-way would leave two baselines of the corpus, or none
+        client.set_tag(candidate.info.run_id, key, value)
+        client.set_tag(candidate.info.run_id, f"{key}/since", now)
+        if previous:
+            client.set_tag(candidate.info.run_id, f"{key}/replaces", ",".join(previous))
+        for run_id in previous:
+            client.set_tag(run_id, f"{key}/previous", "true")
+            client.set_tag(run_id, f"{key}/replaced_by", candidate.info.run_id)
+            client.set_tag(run_id, f"{key}/until", now)
+            client.delete_tag(run_id, key)
     return previous

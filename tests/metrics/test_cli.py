@@ -224,3 +224,15 @@ def test_a_file_that_is_not_text_is_one_plain_line_without_its_bytes(capsys, fil
     assert err[0].isascii() and err[0].isprintable(), err[0]
     if content == BINARY:
         assert err[0].endswith(":1: a NUL byte at byte offset 0: this looks like a binary file, not text")
+
+
+def test_ctrl_c_is_one_line_and_status_130(capsys, files, monkeypatch):
+    import metrics.trec
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(metrics.trec, "read_trec_run", stopped)  # a large run being read when Ctrl-C comes
+    qrels, run = files
+    assert main([qrels, run]) == 130
+    assert capsys.readouterr().err == "python -m metrics: stopped by Ctrl-C\n"

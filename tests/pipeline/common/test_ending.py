@@ -43,3 +43,39 @@ def test_the_status_is_kept_and_nothing_pending_is_lost(returned, status):
     assert "buffered, no newline" in done.stdout and "thread finished" in done.stdout and "atexit ran" in done.stdout
     assert "torn down" not in done.stdout  # the teardown was skipped
     assert ("bad input" in done.stderr) == (status == 1)
+
+
+STOPPED = textwrap.dedent("""
+    import os, signal, sys, threading, time
+    from pipeline.common import ending, interrupts
+
+    interrupts.install()
+
+    def main():
+        threading.Timer(0.2, os.kill, (os.getpid(), getattr(signal, sys.argv[1]))).start()
+        try:
+            time.sleep(10)
+        finally:
+            if sys.argv[2] == "failing-clean-up":
+                {}["lost"]  # a clean-up that fails as the stop unwinds it
+        return 0
+
+    ending.run(main, lambda word: f"cmd: stopped by {word}: what was saved")
+""")
+
+
+@pytest.mark.parametrize("clean_up", ["clean-up", "failing-clean-up"])
+@pytest.mark.parametrize(("name", "word", "status"), [("SIGINT", "Ctrl-C", 130), ("SIGTERM", "SIGTERM", 143)])
+def test_a_stopped_command_ends_with_its_one_line_and_the_shells_status(name, word, status, clean_up):
+    done = subprocess.run([sys.executable, "-c", STOPPED, name, clean_up], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == status, done.stderr
+    assert done.stderr.strip() == f"cmd: stopped by {word}: what was saved"
+
+
+def test_without_a_line_for_stops_an_interruption_is_left_to_python():
+    program = STOPPED.replace('ending.run(main, lambda word: f"cmd: stopped by {word}: what was saved")',
+                              "ending.run(main)")
+    done = subprocess.run([sys.executable, "-c", program, "SIGINT", "clean-up"], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode != 0 and "KeyboardInterrupt" in done.stderr
