@@ -94,7 +94,9 @@ def _three_places(value: str) -> str:
 
 def run_sweep(command: list[str]) -> int:
     """Run the sweep and return its exit status. SIGTERM is passed on to it (it closes its runs and says what it
-    saved); Ctrl-C reaches it anyway (same terminal), so this process only waits for it."""
+    saved). Ctrl-C in a terminal reaches it anyway (same process group), so this process first waits for it; a
+    SIGINT sent to this process alone (``kill -INT``, a supervisor) is passed on when the sweep is still running a
+    second later."""
     process = subprocess.Popen(command)
     signal.signal(signal.SIGTERM, lambda signum, frame: process.send_signal(signum))
     while True:
@@ -102,8 +104,17 @@ def run_sweep(command: list[str]) -> int:
             code = process.wait()
             break
         except KeyboardInterrupt:
-            continue
+            try:
+                code = process.wait(timeout=INTERRUPT_GRACE_S)
+                break
+            except subprocess.TimeoutExpired:
+                process.send_signal(signal.SIGINT)
+            except KeyboardInterrupt:
+                continue
     return code if code >= 0 else 128 - code  # killed by a signal: 128 + its number, as a shell says
+
+
+INTERRUPT_GRACE_S = 1.0  # a sweep that got the terminal's Ctrl-C too ignores further ones well within this
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -171,3 +171,25 @@ def test_a_config_error_is_told_once_and_names_no_folder_that_was_never_made(lau
     assert "FAILED (a job failed" not in done.stdout and "NOT STARTED" in done.stdout
     assert "folder" not in done.stdout.split("NOT STARTED", 1)[1]
     assert not (launch_dir / "s").exists() or not any((launch_dir / "s").rglob("mlflow_sweep.json"))
+
+
+def test_a_sigint_sent_to_the_scheduler_alone_stops_the_sweep(launch_dir, shared_datasets):
+    # a terminal's Ctrl-C reaches both processes; `kill -INT` (a supervisor) reaches only this one, which then
+    # passes it on instead of letting the sweep run to its end and exit 0
+    import signal
+    import time
+
+    root = launch_dir / "s"
+    process = subprocess.Popen([sys.executable, "-m", "pipeline.scheduled", "nightly", "--root", str(root), "--gate",
+                                "none", f"corpus.path={shared_datasets / 'scifact'}"],
+                               cwd=launch_dir, env=cli_env(launch_dir), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while not any(root.rglob("mlflow_sweep.json")) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)  # the sweep has opened its parent run: its jobs are starting
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 130, out[-2000:] + err[-2000:]
+    assert "rankscope: stopped by Ctrl-C: " in err and "Traceback" not in err, err[-3000:]
+    assert ": INTERRUPTED (resume: run the same command again the same day) (exit status 130)" in out
