@@ -28,6 +28,8 @@ SAYS = SAYS_COMPARE
 EXIT_OK, EXIT_REFUSED, EXIT_ERROR = 0, 1, 2
 CONFIDENCE, RESAMPLES, PERMUTATIONS, SEED = 0.95, 5000, 10000, 0  # metrics.bootstrap's defaults
 SELECTOR = "run id, run name, tag:KEY=VALUE, best:METRIC or latest"
+STOPPED = ("a comparison cut short is closed FAILED; run the command again (a comparison recorded in full is not "
+           "recorded twice)")  # the rest of the line a Ctrl-C or SIGTERM ends it with (ending.run)
 
 
 def add_store_options(p: argparse.ArgumentParser) -> None:
@@ -122,15 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-def stopped(word: str) -> str:
-    """The one line a Ctrl-C or SIGTERM ends the command with (status 130 or 143, no traceback)."""
-    return (f"{SAYS_COMPARE}: stopped by {word}: a comparison cut short is closed FAILED; run the command again (a "
-            "comparison recorded in full is not recorded twice)")
-
-
 if __name__ == "__main__":
     from pipeline.common import ending, interrupts
 
     interrupts.install()  # SIGTERM (cron, CI) stops it as Ctrl-C does
     collector.pause()  # while MLflow is imported
-    ending.run(main, stopped)
+    ending.run(main, SAYS_COMPARE, STOPPED)

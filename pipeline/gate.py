@@ -14,6 +14,8 @@ from pipeline.common import collector
 from pipeline.common.names import SAYS_GATE
 from pipeline.compare import SELECTOR, add_store_options
 
+STOPPED = "no verdict; run the gate again (a comparison recorded in full is not recorded twice)"  # ending.run
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m pipeline.gate", description=__doc__.split("\n\n")[0])
@@ -56,15 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return outcome.status
 
 
-def stopped(word: str) -> str:
-    """The one line a Ctrl-C or SIGTERM ends the command with (status 130 or 143, no traceback)."""
-    return (f"{SAYS_GATE}: stopped by {word}: no verdict; run the gate again (a comparison recorded in full is not "
-            "recorded twice)")
-
-
 if __name__ == "__main__":
     from pipeline.common import ending, interrupts
 
     interrupts.install()  # SIGTERM (cron, CI) stops it as Ctrl-C does
     collector.pause()  # while MLflow is imported
-    ending.run(main, stopped)
+    ending.run(main, SAYS_GATE, STOPPED)

@@ -19,6 +19,8 @@ from pathlib import Path
 from pipeline.common import collector
 from pipeline.common.names import SAYS_SYNC
 
+STOPPED = "what was logged stays logged; run the same command again to log the rest"  # ending.run
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m pipeline.sync", description=__doc__.split("\n\n")[0])
@@ -42,15 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def stopped(word: str) -> str:
-    """The one line a Ctrl-C or SIGTERM ends the command with (status 130 or 143, no traceback)."""
-    return (f"{SAYS_SYNC}: stopped by {word}: what was logged stays logged; run the same command again to log the "
-            "rest")
-
-
 if __name__ == "__main__":
     from pipeline.common import ending, interrupts
 
     interrupts.install()  # SIGTERM (cron, CI) stops it as Ctrl-C does
     collector.pause()  # while MLflow is imported
-    ending.run(main, stopped)
+    ending.run(main, SAYS_SYNC, STOPPED)

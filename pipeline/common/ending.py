@@ -43,23 +43,23 @@ def finish(status: int) -> NoReturn:
     os._exit(status)
 
 
-def run(main: Callable[[], object], stopped: Callable[[str], str] | None = None) -> NoReturn:
+def run(main: Callable[[], object], says: str | None = None, stopped: str = "") -> NoReturn:
     """Run a command's ``main`` (its return value, or what it passes to ``sys.exit``, is the status), then
     :func:`finish`. An unexpected exception is left to Python: its traceback and the usual exit.
 
-    ``stopped``: the one line a Ctrl-C or SIGTERM ends the command with instead of a traceback (given ``Ctrl-C`` or
-    ``SIGTERM``), then status 130 or 143 (:mod:`pipeline.common.interrupts`; also when the stop made a clean-up
-    fail on its way out)."""
+    With ``says`` (how the command's lines start), a Ctrl-C or SIGTERM ends the command with one line instead of a
+    traceback, ``{says}: stopped by Ctrl-C: {stopped}``, then status 130 or 143 (:mod:`pipeline.common.interrupts`;
+    also when the stop made a clean-up fail on its way out)."""
     try:
         result = main()
     except SystemExit as request:
         finish(status_of(request))
     except (KeyboardInterrupt, Exception) as exc:
-        stop = interrupts.behind(exc) if stopped is not None else None
+        stop = interrupts.behind(exc) if says is not None else None
         if stop is None:
             raise
         interrupts.shielded()  # the line is said and the command ends: a second Ctrl-C changes nothing now
         code, word = interrupts.status(stop)
-        print(stopped(word), file=sys.stderr, flush=True)
+        print(f"{says}: stopped by {word}: {stopped}", file=sys.stderr, flush=True)
         finish(code)
     finish(result if isinstance(result, int) else 0)

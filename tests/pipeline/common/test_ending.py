@@ -60,7 +60,7 @@ STOPPED = textwrap.dedent("""
                 {}["lost"]  # a clean-up that fails as the stop unwinds it
         return 0
 
-    ending.run(main, lambda word: f"cmd: stopped by {word}: what was saved")
+    ending.run(main, "cmd", "what was saved")
 """)
 
 
@@ -74,7 +74,7 @@ def test_a_stopped_command_ends_with_its_one_line_and_the_shells_status(name, wo
 
 
 def test_without_a_line_for_stops_an_interruption_is_left_to_python():
-    program = STOPPED.replace('ending.run(main, lambda word: f"cmd: stopped by {word}: what was saved")',
+    program = STOPPED.replace('ending.run(main, "cmd", "what was saved")',
                               "ending.run(main)")
     done = subprocess.run([sys.executable, "-c", program, "SIGINT", "clean-up"], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
