@@ -181,13 +181,13 @@ def test_a_sigint_sent_to_the_scheduler_alone_stops_the_sweep(launch_dir, shared
 
     root = launch_dir / "s"
     process = subprocess.Popen([sys.executable, "-m", "pipeline.scheduled", "nightly", "--root", str(root), "--gate",
-                                "none", f"corpus.path={shared_datasets / 'scifact'}"],
+                                "none", f"corpus.path={shared_datasets / 'scifact'}", "retriever.b=0.4,0.6,0.75"],
                                cwd=launch_dir, env=cli_env(launch_dir), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not any(root.rglob("mlflow_sweep.json")) and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.05)  # the sweep has opened its parent run: its jobs are starting
+        time.sleep(0.05)  # the sweep has opened its parent run: its six jobs are starting
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=300)
     assert process.returncode == 130, out[-2000:] + err[-2000:]
