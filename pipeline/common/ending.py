@@ -36,11 +36,30 @@ def finish(status: int) -> NoReturn:
     shutdown = getattr(threading, "_shutdown", None)  # joins non-daemon threads, as the interpreter's exit does
     if shutdown is not None:
         shutdown()
+    forget_half_built_handlers()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe (piped into head): nothing left to write
             stream.flush()
     os._exit(status)
+
+
+def forget_half_built_handlers() -> None:
+    """Take out of ``logging``'s exit list each handler whose construction a Ctrl-C or SIGTERM cut short.
+
+    Hydra builds a job's log handlers as each job of a sweep starts; a stop landing inside ``logging.Handler``'s
+    ``__init__`` leaves a handler registered for ``logging.shutdown`` without its lock (or, a stream handler, without
+    its stream), and the exit then printed an AttributeError traceback after the command's one line. Such a handler
+    was never attached to a logger nor wrote anything: there is nothing of it to flush or close."""
+    import logging
+
+    registered = getattr(logging, "_handlerList", None)
+    for ref in list(registered or ()):
+        handler = ref()
+        if handler is not None and (not hasattr(handler, "lock") or
+                                    (isinstance(handler, logging.StreamHandler) and not hasattr(handler, "stream"))):
+            with contextlib.suppress(ValueError):
+                registered.remove(ref)
 
 
 def run(main: Callable[[], object], says: str | None = None, stopped: str = "") -> NoReturn:

@@ -79,3 +79,36 @@ def test_without_a_line_for_stops_an_interruption_is_left_to_python():
     done = subprocess.run([sys.executable, "-c", program, "SIGINT", "clean-up"], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode != 0 and "KeyboardInterrupt" in done.stderr
+
+
+HALF_BUILT = textwrap.dedent("""
+    import logging, sys
+    from pipeline.common import ending
+
+    def stopped(self):
+        raise KeyboardInterrupt  # a Ctrl-C landing inside Handler.__init__, after it registered the handler for exit
+
+    create_lock = logging.Handler.createLock
+    if sys.argv[1] == "lock":
+        logging.Handler.createLock = stopped
+    try:
+        handler = logging.StreamHandler(sys.stdout)
+    except KeyboardInterrupt as exc:
+        stop = exc  # kept, as a command keeps it while it ends: its traceback holds the half-built handler
+    logging.Handler.createLock = create_lock
+    if sys.argv[1] == "stream":  # built up to its lock, stopped before its stream was set
+        del handler.stream
+    logging.getLogger("kept").addHandler(logging.StreamHandler(sys.stdout))  # a whole one: still flushed at exit
+    print("ended", end="")
+    ending.finish(0)
+""")
+
+
+@pytest.mark.parametrize("cut", ["lock", "stream"])
+def test_a_log_handler_a_stop_cut_short_leaves_the_exit_quiet(cut):
+    """A Ctrl-C inside a log handler's construction (Hydra builds each job's as it starts) must not add a traceback
+    from logging's exit to the command's one line."""
+    done = subprocess.run([sys.executable, "-c", HALF_BUILT, cut], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and done.stdout == "ended", done.stderr
+    assert done.stderr == ""
