@@ -312,7 +312,10 @@ def _lean_run_job(task_function: Any, config: DictConfig, job_dir_key: str, job_
     output_dir = str(OmegaConf.select(config, job_dir_key))
     if job_subdir_key is not None:
         output_dir = os.path.join(output_dir, str(OmegaConf.select(config, job_subdir_key)))
-    for runtime in (config.hydra.runtime, holder.cfg.hydra.runtime):  # Hydra: set, then copy the node again
+    runtimes = [config.hydra.runtime]
+    if holder.cfg.hydra is not config.hydra:  # Hydra's set_config copied the node: the folder goes into both
+        runtimes.append(holder.cfg.hydra.runtime)
+    for runtime in runtimes:
         with read_write(runtime), open_dict(runtime):
             runtime.output_dir = os.path.abspath(output_dir)
     chdir = False
@@ -357,7 +360,7 @@ def set_hydra_config(holder: Any, config: DictConfig) -> None:
     """``HydraConfig.set_config`` without its deep copy of the ``hydra`` node (9 ms a job on a 2-core machine, the
     node being most of the config): Hydra's config holds the job's own node, read-only, its parent the job's config,
     which is what Hydra's copy is once ``set_config`` has re-parented it. The job's config is the job's alone (a copy
-    the launcher made), and nothing changes its ``hydra`` node but the output folder, which Hydra writes into both."""
+    the launcher made), and nothing changes its ``hydra`` node but the output folder, written into it once."""
     from hydra.conf import HydraConf
 
     OmegaConf.set_readonly(config.hydra, True)
