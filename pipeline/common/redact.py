@@ -166,18 +166,50 @@ def redact_tree(tree: Any, path: str = "") -> Any:
 
 
 def mask_yaml_file(path: Path) -> bool:
-    """Rewrite a YAML file (a config, a list of overrides) with its secrets masked, atomically; True if it changed."""
+    """Rewrite a YAML file (a config, a list of overrides) with its secrets masked, atomically; True if it changed.
+
+    A file this process found clean, or wrote clean (:func:`remember_clean`), and that is unchanged since (the same
+    inode, size and modification time) is not read again: a sweep's every job checks the sweep's ``multirun.yaml``,
+    and its lean job runner writes the job's ``.hydra`` files from trees it checked."""
     import yaml
 
+    if _CLEAN_FILES.get(str(path)) == _signature(path):
+        return False
     text = path.read_text(encoding="utf-8")
     tree = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml's: 10x the pure one
-    masked = redact_tree(tree) if isinstance(tree, Mapping) else [redact_text(str(v)) for v in tree or []]
+    masked = masked_yaml_tree(tree)
     if masked == tree:
+        remember_clean(path)
         return False
     temporary = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     temporary.write_text(yaml.safe_dump(masked, sort_keys=False, allow_unicode=True), encoding="utf-8")
     temporary.replace(path)
+    remember_clean(path)
     return True
+
+
+def masked_yaml_tree(tree: Any) -> Any:
+    """What :func:`mask_yaml_file` writes of a YAML file's tree: a mapping redacted leaf by leaf under its keys, a
+    list (of overrides) item by item."""
+    return redact_tree(tree) if isinstance(tree, Mapping) else [redact_text(str(v)) for v in tree or []]
+
+
+def remember_clean(path: Path) -> None:
+    """Note that ``path``, as it is now, holds no secret (see :func:`mask_yaml_file`)."""
+    signature = _signature(path)
+    if signature is not None:
+        _CLEAN_FILES[str(path)] = signature
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_ino, found.st_size, found.st_mtime_ns
+
+
+_CLEAN_FILES: dict[str, tuple[int, int, int]] = {}  # a file found or written clean -> its inode, size and mtime
 
 
 def one_line(exc: BaseException) -> str:

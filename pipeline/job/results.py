@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
 
 from metrics.bootstrap import Interval, bootstrap_ci
 from metrics.errors import InputError, Note
@@ -32,7 +31,8 @@ from pipeline.common.names import (
     UPPER,
 )
 from pipeline.common.redact import redact_tree
-from pipeline.config.build import MetricPlan, plain
+from pipeline.config.build import MetricPlan
+from pipeline.config.hydra_internals import yaml_text
 from pipeline.data.collection import Collection
 from pipeline.reports.text import job_text
 from retrievers import Retriever
@@ -170,13 +170,13 @@ def write_results(result: JobResult, out_dir: Path) -> list[Path]:
     return files
 
 
-def files_beside(result: JobResult, cfg: DictConfig, out_dir: Path) -> dict[Path, Callable[[], bytes]]:
+def files_beside(result: JobResult, config: dict, out_dir: Path) -> dict[Path, Callable[[], bytes]]:
     """The makers of the job's files that take time to format: the per-question CSV and the run file (about 80 ms of
     a SciFact job), the config and the means (8 ms); each a picklable function giving the file's bytes, so that
     another process can write it."""
     return {out_dir / PER_QUESTION_FILE: functools.partial(_csv_bytes, result.table.copy()),
             out_dir / RUN_FILE: functools.partial(trec_run_bytes, result.run, _tag(result.system)),
-            out_dir / CONFIG_FILE: functools.partial(_config_bytes, plain(cfg)),
+            out_dir / CONFIG_FILE: functools.partial(_config_bytes, config),
             out_dir / MEANS_FILE: functools.partial(_means_bytes, result.means_frame())}
 
 
@@ -190,7 +190,7 @@ def _means_bytes(means: pd.DataFrame) -> bytes:
 
 def _config_bytes(tree: dict) -> bytes:
     """The resolved config (:func:`pipeline.config.build.plain`) as YAML, secrets masked."""
-    return OmegaConf.to_yaml(OmegaConf.create(redact_tree(tree))).encode("utf-8")
+    return yaml_text(redact_tree(tree)).encode("utf-8")
 
 
 def _tag(system: str) -> str:

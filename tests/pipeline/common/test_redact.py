@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pipeline.common import redact
@@ -13,6 +15,7 @@ from pipeline.common.redact import (
     redact_texts,
     redact_tree,
     redact_value,
+    remember_clean,
 )
 
 
@@ -160,3 +163,27 @@ def test_a_yaml_file_without_secrets_is_left_byte_for_byte(tmp_path):
     path.write_text(original, encoding="utf-8")
     assert not mask_yaml_file(path)
     assert path.read_text(encoding="utf-8") == original
+
+
+def test_a_yaml_file_found_clean_is_not_read_again_until_it_changes(tmp_path, monkeypatch):
+    """A sweep's every job checks the sweep's multirun.yaml: once found clean, an unchanged file is not parsed again;
+    one written again (with a secret now) is."""
+    path = tmp_path / "multirun.yaml"
+    path.write_text("tags:\n  note: plain\n", encoding="utf-8")
+    assert not mask_yaml_file(path)
+    reads = []
+    original_read = Path.read_text
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: reads.append(self) or original_read(self, *a, **k))
+    assert not mask_yaml_file(path) and reads == []
+    path.write_text("tags:\n  api_key: AbC123xyz\n", encoding="utf-8")
+    assert mask_yaml_file(path) and reads == [path]
+    assert "AbC123xyz" not in original_read(path, encoding="utf-8")
+
+
+def test_a_yaml_file_remembered_clean_is_masked_once_rewritten(tmp_path):
+    path = tmp_path / "hydra.yaml"
+    path.write_text("a: 1\n", encoding="utf-8")
+    remember_clean(path)
+    assert not mask_yaml_file(path)
+    path.write_text("tracking:\n  uri: http://alice:s3cret@mlflow.example\n", encoding="utf-8")
+    assert mask_yaml_file(path) and "s3cret" not in path.read_text(encoding="utf-8")

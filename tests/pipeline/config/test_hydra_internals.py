@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +28,8 @@ from pipeline.config.hydra_internals import (
     compose_once,
     run_jobs_leanly,
     run_jobs_normally,
+    save_yaml,
+    yaml_text,
 )
 from pipeline.sweep.callback import job_override_lists, validate_jobs
 
@@ -278,3 +281,27 @@ def test_a_sweep_runs_its_jobs_leanly_and_then_as_hydra_does():
             run_jobs_normally(original)
             compose_normally(memo.loader)
     assert basic_launcher.run_job is hydras is run_job
+
+
+def test_the_job_files_written_clean_are_not_read_again_and_a_secret_is_still_masked(tmp_path, monkeypatch):
+    """The lean runner writes a job's .hydra files from trees it checks: the job's masking (mask_hydra_files) then
+    reads only the one holding a secret, and masks it."""
+    save_yaml(OmegaConf.create({"retriever": {"k1": 0.9}, "tags": {"note": "plain"}}), "config.yaml", tmp_path)
+    save_yaml(OmegaConf.create(["retriever.k1=0.9"]), "overrides.yaml", tmp_path)
+    save_yaml(OmegaConf.create({"tags": {"api_key": "AbC123xyz"}}), "hydra.yaml", tmp_path)
+    reads = []
+    original_read = Path.read_text
+    monkeypatch.setattr(Path, "read_text",
+                        lambda self, *a, **k: reads.append(self.name) or original_read(self, *a, **k))
+    pipeline.app.mask_hydra_files(tmp_path, None)
+    assert reads == ["hydra.yaml"]
+    assert "AbC123xyz" not in original_read(tmp_path / "hydra.yaml", encoding="utf-8")
+
+
+def test_a_config_file_is_the_text_omegaconf_writes():
+    with initialize_config_dir(config_dir=str(pipeline.app.CONF_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=["+tags.note='héllo: wörld # ünïcode'", "+tags.number='1.0'",
+                                           "+tags.yes='yes'", "+tags.empty=''",
+                                           "+tags.long='" + "a long text " * 12 + "'"])
+    tree = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    assert yaml_text(tree) == OmegaConf.to_yaml(OmegaConf.create(tree))
