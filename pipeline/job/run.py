@@ -176,6 +176,7 @@ class Job:
     def check(self) -> JobPlan:
         """The config, checked once and turned into objects, before any data is read."""
         plan = JobPlan.check(self.cfg, self.ctx.launch_dir)
+        self.cfg = plan.cfg  # this config completed, or an equal one the sweep's driver checked ahead
         self.tags[TAG_CONFIG_DIGEST] = plan.digest
         self.reuse = JobReuse(self.cfg, plan.context.tokenizer, self.ctx.launch_dir)
         return plan
@@ -238,7 +239,7 @@ class Job:
         out, c = self.ctx.output_dir, result.collection
         # the plots and the files that take time to format are written on the other core while this one goes on
         table, dtypes = self.destination.table_file(result.table)
-        plots = diagnosis.start_writing(out, {**files_beside(result, self.cfg, out), out / PER_QUESTION_TABLE: table})
+        plots = diagnosis.start_writing(out, {**files_beside(result, plan.tree, out), out / PER_QUESTION_TABLE: table})
         files = write_results(result, out)  # the table is logged as the record's table, not as a file
         self.tags.update({TAG_CORPUS_DIGEST: c.digest, TAG_CORPUS: c.name,
                           TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}"})

@@ -46,7 +46,7 @@ from pipeline.config.hydra_internals import (
     run_jobs_leanly,
     run_jobs_normally,
 )
-from pipeline.config.plan import JobPlan
+from pipeline.config.plan import JobPlan, forget_plans_ahead, plan_ahead
 from pipeline.job.context import SweepHandle, config_tags, configured_corpus, run_name
 from pipeline.job.reuse import load_ahead
 from pipeline.job.run import finish_waiting
@@ -132,6 +132,8 @@ class MlflowSweep(Callback):
             if in_process and checked:
                 plan, job_cfg = checked[0]  # read while the store process, still starting, opens the parent run:
                 load_ahead(plan.corpus, job_cfg.corpus)  # the first job finds its corpus loaded
+                for plan, _ in checked:  # each job takes its plan instead of checking its config again
+                    plan_ahead(plan, launch_dir)
         self.tuning = is_tuning(config.hydra)
         if self.tuning:
             try:
@@ -186,6 +188,7 @@ class MlflowSweep(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         finish_waiting()  # the last job's record, once its plots are drawn
         background.settle()  # every job's run logged (or said not to be) before the sweep's end reads them
+        forget_plans_ahead()
         if self.composed is not None:
             compose_normally(self.composed.loader)
             run_jobs_normally(self.runner)
