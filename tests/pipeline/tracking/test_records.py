@@ -163,6 +163,8 @@ def test_the_saved_table_is_byte_for_byte_what_redacting_cell_by_cell_saved(tmp_
         "mixed": pd.Series([1, "token=abc123", 2.5, None, np.nan, True, "x", pd.NA, "y", "z"], dtype=object),
         "plain object": pd.Series(["a", "b"] * 5, dtype=object),  # nothing to mask: still rebuilt, as str
         "plain category": pd.Series(["a", "b"] * 5, dtype="category"),
+        "plain str": pd.Series(["a", None] * 5, dtype="str"),  # nothing to mask: kept as it is, as a rebuild types it
+        "missing str": pd.Series([None] * 10, dtype="str"),  # no text at all: rebuilt (as numbers), as always
         "number": np.arange(10.0),
         "rank": pd.array([1, None] * 5, dtype="Int64"),
     })
