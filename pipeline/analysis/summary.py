@@ -185,7 +185,7 @@ def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpe
         {s.name: s.per_question["first_relevant_rank"].astype("Int64") for s in done}
     ).rename_axis("query_id")
     summary.beyond = pd.DataFrame({s.name: beyond_depth(s.per_question) for s in done}).rename_axis("query_id")
-    summary.groups = identical_groups(done, _compared_metrics(summary))
+    summary.groups = identical_groups(done, _compared_metrics(summary), summary.beyond)
     summary.best = summary.group_of(best.name)[0]
     if compare:
         compare_systems(summary, confidence, resamples, seed, permutations)
@@ -233,17 +233,20 @@ def _compared_metrics(summary: SweepSummary) -> list[str]:
     return [spec.name for spec in summary.show if all(spec.name in s.per_question.columns for s in summary.finished)]
 
 
-def identical_groups(systems: list[SystemRun], metrics: list[str]) -> list[list[str]]:
+def identical_groups(systems: list[SystemRun], metrics: list[str],
+                     beyond: pd.DataFrame | None = None) -> list[list[str]]:
     """Systems whose per-question values agree exactly on every metric, the first relevant rank and whether the
-    ranking was full to its depth, grouped in job order (a system alone is a group of one)."""
+    ranking was full to its depth, grouped in job order (a system alone is a group of one). ``beyond``: each
+    system's :func:`beyond_depth` (a column per system), when the caller has it already."""
     groups: dict[bytes, list[str]] = {}
     for system in systems:
         table = system.per_question.sort_index()
         values = table[metrics].to_numpy(dtype=np.float64) if metrics else np.zeros((len(table), 0))
         ranks = table["first_relevant_rank"].astype("Float64").fillna(-1.0).to_numpy(dtype=np.float64)
-        beyond = beyond_depth(table).astype("Float64").fillna(-1.0).to_numpy(dtype=np.float64)
+        deep = beyond[system.name].reindex(table.index) if beyond is not None else beyond_depth(table)
+        beyond_values = deep.astype("Float64").fillna(-1.0).to_numpy(dtype=np.float64)
         key = b"\0".join([("\n".join(map(str, table.index))).encode(), np.nan_to_num(values, nan=-2.0).tobytes(),
-                          ranks.tobytes(), beyond.tobytes()])
+                          ranks.tobytes(), beyond_values.tobytes()])
         groups.setdefault(key, []).append(system.name)
     return list(groups.values())
 

@@ -217,3 +217,19 @@ def oracle_run(c):
         if g > 0:
             rankings[q].append((d, 10.0 - len(rankings[q])))
     return Run.from_rankings(rankings, "oracle")
+
+
+def test_systems_apart_only_in_where_a_ranking_ended_are_not_identical():
+    """Equal metrics and ranks, but one ranking of q06 was full to its depth (a relevant document may lie deeper)
+    and the other ended early: two groups, whether the summary's beyond-depth table is given or worked out."""
+    from pipeline.analysis.summary import beyond_depth, identical_groups
+
+    ndcg, ranks = A.per_question["ndcg@5"].tolist(), A.per_question["first_relevant_rank"].tolist()
+    systems = [child(name, job, ndcg, ranks) for job, name in enumerate(["full", "ended", "same"])]
+    for system, q06 in zip(systems, ["beyond depth 10", "not retrieved", "beyond depth 10"]):
+        system.per_question["first_relevant"] = ["1"] * 5 + [q06] + ["1"] * 2
+    beyond = pd.DataFrame({s.name: beyond_depth(s.per_question) for s in systems})
+    expected = [["full", "same"], ["ended"]]
+    assert identical_groups(systems, ["ndcg@5"]) == expected
+    assert identical_groups(systems, ["ndcg@5"], beyond) == expected
+    assert summarize(systems, "parent", SHOW, SHOW[1], resamples=200, permutations=200).groups == expected
