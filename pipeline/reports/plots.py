@@ -196,7 +196,7 @@ def _heatmap_buckets(ranks: pd.DataFrame, cutoff: int, late_limit: int,
     ax.imshow(missing, cmap="Greys", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
     for (i, j), n in np.ndenumerate(counts.to_numpy()):
         ax.text(j, i, f"{n}\n({share[i, j]:.0%})", ha="center", va="center", fontsize=8,
-                color="white" if share[i, j] > 0.55 else "black")
+                color="white" if share[i, j] > 0.55 else "black", in_layout=False)
     ax.axhline(first_missing - 0.5, color="black", linewidth=1.5)
     ax.add_patch(Rectangle((-0.5, first_missing - 0.5), ranks.shape[1], len(counts) - first_missing, fill=False,
                            hatch="//", edgecolor="#9a9a9a", linewidth=0))
