@@ -40,6 +40,7 @@ from pipeline.common import collector
 from pipeline.common.forking import second_core
 
 _CURRENT: StoreProcess | None = None
+STORE_NICENESS = 5  # once its imports are done, the copy yields the second core to the sweep's drawing copy
 
 
 class Gone(Exception):
@@ -214,6 +215,8 @@ def _serve(connection: Connection) -> None:
         with contextlib.suppress(ImportError):  # what opening a SQLite store imports: paid while the job composes
             import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
         collector.resume()  # MLflow's objects, frozen (pipeline.common.collector)
+        with contextlib.suppress(OSError):
+            os.nice(STORE_NICENESS)
         from metrics.errors import InputError
 
         store: Store | None = None
