@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import json
 import typing
 from collections.abc import Callable, Mapping
 from functools import lru_cache
@@ -142,10 +143,27 @@ def _plain(node: Any) -> Any:
 
 def checked(node: Any, where: str) -> DictConfig:
     """The entry with every setting its class takes, typed and defaulted as the class declares; nested entries
-    checked the same way. Unknown keys, wrong types and missing values raise :class:`InputError`."""
+    checked the same way. Unknown keys, wrong types and missing values raise :class:`InputError`.
+
+    An entry checked before in this process (the same class, place and values: a sweep's every job has the same
+    corpus entry) is completed from what that check gave, without building its schema again."""
     cls = target_class(node, where)
-    params, anything = parameters(cls)
     given = _plain(node)
+    key = (cls, where, json.dumps(given, sort_keys=True, default=lambda o: f"{type(o).__qualname__}:{o!r}"))
+    done = _CHECKED.get(key)
+    if done is None:
+        done = _CHECKED[key] = OmegaConf.to_container(_checked(cls, given, where))
+        while len(_CHECKED) > CHECKED_ENTRIES:
+            _CHECKED.pop(next(iter(_CHECKED)))
+    return OmegaConf.create(done)
+
+
+CHECKED_ENTRIES = 1024  # entries whose completion is kept (the oldest forgotten first)
+_CHECKED: dict[tuple[type, str, str], dict[str, Any]] = {}
+
+
+def _checked(cls: type, given: dict[str, Any], where: str) -> DictConfig:
+    params, anything = parameters(cls)
     known = {p.name for p in params}
     unknown = [k for k in given if k not in known and k not in (TARGET, NAME)]
     if unknown and not anything:

@@ -189,3 +189,23 @@ def test_the_shown_columns_and_the_primary_metric_follow_the_cutoffs():
     assert plan.primary.name == "ndcg@10" and {s.k for s in plan.specs} == {10, None}
     assert [s.name for s in metric_plan(composed("metrics.k=[4,6]").metrics).show] == [
         "hit_rate@4", "recall@6", "mrr", "ndcg@6"]
+
+
+def test_an_entry_checked_again_is_completed_alike_without_building_its_schema(monkeypatch):
+    """A sweep's jobs share their corpus entry: the second check gives the same complete entry from memory, a
+    changed value is checked afresh, and a bad value still fails after a good one was checked."""
+    import dataclasses
+
+    from pipeline.config import targets
+
+    cfg = composed("retriever.k1=0.77")
+    first = targets.checked(cfg.retriever, "retriever")
+    schemas = []
+    make = dataclasses.make_dataclass
+    monkeypatch.setattr(dataclasses, "make_dataclass", lambda *a, **k: schemas.append(a[0]) or make(*a, **k))
+    again = targets.checked(composed("retriever.k1=0.77").retriever, "retriever")
+    assert again == first and again is not first and schemas == []
+    other = targets.checked(composed("retriever.k1=0.78").retriever, "retriever")
+    assert other.k1 == 0.78 and schemas
+    with pytest.raises(InputError, match=r"retriever\.k1"):
+        targets.checked(composed("retriever.k1=fast").retriever, "retriever")
