@@ -7,7 +7,13 @@ import pytest
 import scipy.stats
 
 from metrics import bootstrap, evaluate
-from metrics.bootstrap import bootstrap_ci, paired_difference, resample_means, resample_means_by_counts
+from metrics.bootstrap import (
+    bootstrap_ci,
+    paired_difference,
+    percentile_bounds,
+    resample_means,
+    resample_means_by_counts,
+)
 from pipeline.data import helpdesk
 from retrievers import BM25, LSA
 
@@ -216,3 +222,20 @@ def test_resample_indices_are_kept_for_the_next_resampling_of_as_many_questions(
     resample_means(rng.random((60, 1)), 500, seed=3)
     assert len(draws) == 4 and not bootstrap._INDICES
     assert not isinstance(bootstrap._index_blocks(60, 500, 3), list)  # drawn as they are used
+
+
+@pytest.mark.parametrize("resamples", [1, 2, 7, 40, 5000])
+@pytest.mark.parametrize("confidence", [0.5, 0.9, 0.95, 0.99])
+def test_the_bounds_are_the_sorted_means_at_their_ranks_bit_for_bit(resamples, confidence):
+    """SPEC.md's rule read off a full sort, against the partition percentile_bounds makes: ties, repeated values,
+    NaN (sorted last) and several columns at once."""
+    rng = np.random.default_rng(resamples)
+    means = np.round(rng.random((resamples, 6)), 2)  # many ties
+    means[:, 1] = 0.25
+    means[rng.random(resamples) < 0.1, 2] = np.nan
+    alpha = 1.0 - confidence
+    lo = min(int(np.floor(resamples * alpha / 2 + 1e-9)), resamples - 1)
+    hi = max(min(int(np.ceil(resamples * (1 - alpha / 2) - 1e-9)) - 1, resamples - 1), 0)
+    ordered = np.sort(means, axis=0)
+    low, high = percentile_bounds(means, confidence)
+    assert low.tobytes() == ordered[lo].tobytes() and high.tobytes() == ordered[hi].tobytes()
