@@ -44,6 +44,8 @@ from pipeline.reports.sweep_page import DIAGNOSIS_COLUMNS, PageFiles, failing, s
 from pipeline.reports.tables import grid_axes, grid_frame, summary_tables, to_latex, to_markdown
 from pipeline.tracking.runs import Tracker
 
+HEATMAP_STEM = "first_relevant_rank"  # the sweep's heat map's file stem
+
 
 @dataclass
 class SweepFigure:
@@ -103,7 +105,7 @@ def uncompared_figures(summary: SweepSummary, plan: MetricPlan, settings: Diagno
         reps = summary.representatives
         ranks = summary.first_rank[reps].rename(columns=summary.label)
         beyond = summary.beyond[reps].rename(columns=summary.label)
-        figures.append(SweepFigure("first_relevant_rank", "Rank of the first relevant document, per question",
+        figures.append(SweepFigure(HEATMAP_STEM, "Rank of the first relevant document, per question",
                                    make(first_relevant_heatmap, ranks, settings.cutoff, settings.late_limit,
                                         beyond=beyond)))
     primary = plan.primary.name
@@ -128,6 +130,8 @@ def compared_figures(summary: SweepSummary, plan: MetricPlan) -> list[SweepFigur
                         response_plot(grid, x, hue, primary, plan.confidence))]
 
 
+
+
 class FirstFigures:
     """The figures a sweep's end can draw before it compares its systems, built and drawn by the copy that drew the
     jobs' plots (see :class:`pipeline.reports.html.Drawing`) while this process compares them: the comparisons
@@ -137,14 +141,18 @@ class FirstFigures:
 
     def __init__(self, summary: SweepSummary, plan: MetricPlan, diagnosis: Mapping[str, Any],
                  sweep_dir: Path) -> None:
-        self.figures: list[SweepFigure] = []
+        self.figures: list[SweepFigure] = []  # in the report's order
+        self.order: list[SweepFigure] = []  # in the order the copy draws them
         self.drawing: Drawing | None = None
         self.error: Exception | None = None
         if not summary.finished:
             return
         try:
             self.figures = uncompared_figures(summary, plan, diagnosis_settings(diagnosis), makers=True)
-            self.drawing = Drawing({f.stem: f.figure for f in self.figures}, sweep_dir / PLOTS_DIR)
+            # the copy starts with the longest to draw (the heat map: a third to half of their drawing), and
+            # drawn() takes from the last one back
+            self.order = sorted(self.figures, key=lambda f: f.stem != HEATMAP_STEM)
+            self.drawing = Drawing({f.stem: f.figure for f in self.order}, sweep_dir / PLOTS_DIR)
         except Exception as exc:
             self.error = exc
 
@@ -155,10 +163,11 @@ class FirstFigures:
 
     def drawn(self) -> tuple[list[Path], list[SweepFigure]]:
         """Wait for them (drawing here those the copy has not started); their files, and the figures with their
-        PNGs for the report."""
+        PNGs for the report, in the report's order."""
         assert self.drawing is not None
-        files = self.drawing.finish(share=True)
-        return files, [SweepFigure(f.stem, f.heading, path.read_bytes()) for f, path in zip(self.figures, files)]
+        files = dict(zip((f.stem for f in self.order), self.drawing.finish(share=True)))  # in the order given
+        paths = [files[f.stem] for f in self.figures]
+        return paths, [SweepFigure(f.stem, f.heading, path.read_bytes()) for f, path in zip(self.figures, paths)]
 
     def stop(self) -> None:
         if self.drawing is not None:

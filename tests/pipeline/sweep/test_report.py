@@ -15,7 +15,7 @@ from pipeline.analysis.diagnosis import DiagnosisSettings
 from pipeline.analysis.summary import SystemRun, summarize
 from pipeline.common.names import DIAGNOSIS_DIR, PAIRS_FILE, REPORT_FILE, SUMMARY_LATEX, SUMMARY_MARKDOWN
 from pipeline.config.build import metric_plan
-from pipeline.sweep.report import long_means, plots_and_report, report_html, sweep_figures
+from pipeline.sweep.report import FirstFigures, long_means, plots_and_report, report_html, sweep_figures
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.store import Store
 
@@ -137,3 +137,18 @@ def test_a_broken_plot_is_reported_and_costs_nothing_else(tmp_path: Path, capsys
     assert plots_and_report(summary_of(A, B), PLAN, broken, "t", tmp_path, None, {}) == []
     err = capsys.readouterr().err
     assert err.startswith("rankscope: the sweep's plots and report were not made: InputError") and "cutoff" in err
+
+
+def test_the_first_figures_start_with_the_heat_map_and_come_back_in_the_reports_order(tmp_path: Path):
+    """The drawing copy starts with the longest figure to draw (the end draws from the last one back); the report
+    gets them in its own order, each with its own file's PNG."""
+    settings = {"cutoff": 3, "late_limit": 10, "duplicate_threshold": 0.6, "duplicate_top_k": 10, "shingle_size": 2}
+    first = FirstFigures(summary_of(A, B), PLAN, settings, tmp_path)
+    try:
+        assert next(iter(first.drawing.figures)).name == "first_relevant_rank.png"
+        files, figures = first.drawn()
+    finally:
+        first.stop()
+    assert [f.stem for f in figures] == ["metric_means", "first_relevant_rank", "paired_bootstrap"]
+    assert [path.name for path in files] == [f"{f.stem}.png" for f in figures]
+    assert all(f.figure == path.read_bytes() for f, path in zip(figures, files))
