@@ -164,7 +164,8 @@ def percentile_bounds(means: np.ndarray, confidence: float = DEFAULT_CONFIDENCE)
     """The sorted resample means at ranks B*a/2 and B*(1-a/2) (SPEC.md: indices 125 and 4874 of 5,000).
 
     Each column is partitioned around the two ranks rather than sorted: the same two values (a value's place in
-    sorted order does not depend on how the rest is ordered), in a fifth of the time for a sweep's thousand pairs."""
+    sorted order does not depend on how the rest is ordered), in half the time or less (a sweep's end bounds about
+    a thousand columns)."""
     b = means.shape[0]
     alpha = 1.0 - confidence
     lo = min(int(np.floor(b * alpha / 2 + 1e-9)), b - 1)
