@@ -170,11 +170,12 @@ def write_results(result: JobResult, out_dir: Path) -> list[Path]:
     return files
 
 
-def files_beside(result: JobResult, config: dict, out_dir: Path) -> dict[Path, Callable[[], bytes]]:
-    """The makers of the job's files that take time to format: the per-question CSV and the run file (about 80 ms of
-    a SciFact job), the config and the means (8 ms); each a picklable function giving the file's bytes, so that
-    another process can write it."""
-    return {out_dir / PER_QUESTION_FILE: functools.partial(_csv_bytes, result.table.copy()),
+def files_beside(result: JobResult, table: pd.DataFrame, config: dict,
+                 out_dir: Path) -> dict[Path, Callable[[], bytes]]:
+    """The makers of the job's files that take time to format: the per-question CSV (of ``table``, the result's
+    table with its secrets masked) and the run file (about 80 ms of a SciFact job), the config and the means (8 ms);
+    each a picklable function giving the file's bytes, so that another process can write it."""
+    return {out_dir / PER_QUESTION_FILE: functools.partial(_csv_bytes, table),
             out_dir / RUN_FILE: functools.partial(trec_run_bytes, result.run, _tag(result.system)),
             out_dir / CONFIG_FILE: functools.partial(_config_bytes, config),
             out_dir / MEANS_FILE: functools.partial(_means_bytes, result.means_frame())}

@@ -238,8 +238,9 @@ class Job:
         then saves ``record.json`` (what the MLflow run will hold, every file listed) before anything is logged."""
         out, c = self.ctx.output_dir, result.collection
         # the plots and the files that take time to format are written on the other core while this one goes on
-        table, dtypes = self.destination.table_file(result.table)
-        plots = diagnosis.start_writing(out, {**files_beside(result, plan.tree, out), out / PER_QUESTION_TABLE: table})
+        safe, table, dtypes = self.destination.table_files(result.table)  # masked once, for the CSV and MLflow's table
+        plots = diagnosis.start_writing(out, {**files_beside(result, safe, plan.tree, out),
+                                              out / PER_QUESTION_TABLE: table})
         files = write_results(result, out)  # the table is logged as the record's table, not as a file
         self.tags.update({TAG_CORPUS_DIGEST: c.digest, TAG_CORPUS: c.name,
                           TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}"})

@@ -20,8 +20,8 @@ from pipeline.tracking import background
 from pipeline.tracking.client import MlflowClient
 from pipeline.tracking.identity import Identity
 from pipeline.tracking.provenance import code_version
-from pipeline.tracking.records import JobRecord, Published, finished_run, now_ms, publish, table_file
-from pipeline.tracking.runs import dataset_fields
+from pipeline.tracking.records import JobRecord, Published, finished_run, masked_table_file, now_ms, publish
+from pipeline.tracking.runs import dataset_fields, redacted_frame
 from pipeline.tracking.store import (
     STORE_ERRORS,
     Store,
@@ -76,10 +76,11 @@ class Destination:
                              ended_ms=now_ms(), **fields)
 
     @staticmethod
-    def table_file(frame: pd.DataFrame) -> tuple[Callable[[], bytes], dict[str, str]]:
-        """The per-question table in MLflow's table format, secrets masked, as the maker of the file's bytes (for
-        another process to write), and its column types."""
-        return table_file(frame)
+    def table_files(frame: pd.DataFrame) -> tuple[pd.DataFrame, Callable[[], bytes], dict[str, str]]:
+        """The per-question table with its secrets masked, which each file of it holds (the CSV, MLflow's table
+        format); the maker of the MLflow table file's bytes (for another process to write), and its column types."""
+        safe = redacted_frame(frame)
+        return (safe, *masked_table_file(safe))
 
     def dataset(self, doc_ids: list[str], texts: list[str], name: str, digest: str, source: str) -> dict[str, str]:
         """The corpus as an MLflow dataset input (described once per process and corpus)."""

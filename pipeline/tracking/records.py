@@ -97,7 +97,11 @@ def save_table(frame: pd.DataFrame, path: Path) -> dict[str, str]:
 def table_file(frame: pd.DataFrame) -> tuple[Callable[[], bytes], dict[str, str]]:
     """:func:`save_table`'s file as a picklable maker of its bytes (another process may format and write it: 8 ms
     of a SciFact job), and its column types. Secrets are masked here, before the table leaves this process."""
-    safe = redacted_frame(frame)
+    return masked_table_file(redacted_frame(frame))
+
+
+def masked_table_file(safe: pd.DataFrame) -> tuple[Callable[[], bytes], dict[str, str]]:
+    """:func:`table_file` of a table whose secrets are masked already (:func:`redacted_frame`)."""
     return functools.partial(_table_bytes, safe), {str(k): str(v) for k, v in safe.dtypes.items()}
 
 

@@ -3,6 +3,7 @@ waits for its plots (drawn by a forked copy) until the next job has computed, or
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 import yaml
 from hydra import compose, initialize_config_dir
@@ -90,3 +91,20 @@ def test_jobs_in_worker_processes_are_logged_before_they_return(sweep):
     job, client, sweep_dir = sweep
     outcome = job(0, launcher="joblib")
     assert outcome.run_id is not None and logged_with_plots(client, sweep_dir / "0")
+
+
+def test_the_per_question_csv_holds_the_table_with_its_secrets_masked(tmp_path):
+    """A token pasted into a question by mistake is masked in the per-question CSV (logged with the run, read back
+    by the sweep's end) as in MLflow's table: both are written from the one masked copy of the table."""
+    from types import SimpleNamespace
+
+    from pipeline.job.results import files_beside
+    from pipeline.tracking.destination import Destination
+
+    frame = pd.DataFrame({"query_id": ["q1", "q2"], "question": ["reset my password", "why is api_key=abc123 leaked"],
+                          "ndcg@10": [0.5, 1.0]})
+    safe, table, dtypes = Destination.table_files(frame)
+    result = SimpleNamespace(table=frame, run=None, system="s", means_frame=pd.DataFrame)
+    csv = files_beside(result, safe, {}, tmp_path)[tmp_path / PER_QUESTION_FILE]().decode("utf-8")
+    assert "abc123" not in csv and "abc123" not in table().decode("utf-8")
+    assert "reset my password" in csv and csv.count("\n") == 3 and dtypes["ndcg@10"] == "float64"
