@@ -17,7 +17,7 @@ import zlib
 from collections.abc import Sequence
 
 from pipeline.common.names import LOWER, UPPER
-from pipeline.tracking.client import MlflowClient
+from pipeline.tracking.client import MlflowClient, MlflowException
 
 TAG_PREFIX = "mlflow.sharedViewState."
 
@@ -52,7 +52,15 @@ def save_view(client: MlflowClient, experiment_id: str, primary_key: str, primar
     now = int(time.time() * 1000)
     value = {"name": f"rankscope: {primary_name}", "createdAt": now, "updatedAt": now,
              "state": encode(table_state(primary_key, params))}
-    client.set_experiment_tag(experiment_id, TAG_PREFIX + key, json.dumps(value))
+    try:
+        client.set_experiment_tag(experiment_id, TAG_PREFIX + key, json.dumps(value))
+    except MlflowException as exc:
+        message = str(exc).lower()
+        if "unique constraint" not in message and "duplicate entry" not in message:  # SQLite, PostgreSQL; MySQL
+            raise
+        # two sweeps ending together on a SQL store: MLflow looks for the tag, then inserts it; the other sweep
+        # inserted it in between. It is there now: this write updates it.
+        client.set_experiment_tag(experiment_id, TAG_PREFIX + key, json.dumps(value))
     return key
 
 
