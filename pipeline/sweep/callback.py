@@ -57,7 +57,7 @@ from pipeline.sweep.resume import open_parent
 from pipeline.sweep.tuning import check_tuning, close_tuning, is_tuning
 from pipeline.tracking import background
 from pipeline.tracking.runs import Tracker
-from pipeline.tracking.store import STORE_ERRORS, store_error, tracking_uri
+from pipeline.tracking.store import STORE_ERRORS, open_ahead, store_error, tracking_uri
 
 
 def validate_jobs(config: DictConfig, jobs: list[list[str]]) -> list[tuple[JobPlan, DictConfig]]:
@@ -125,15 +125,11 @@ class MlflowSweep(Callback):
         jobs = job_override_lists(config, overrides)
         launcher = config.hydra.runtime.choices.get("hydra/launcher", "basic")
         in_process = jobs is not None and launcher in IN_PROCESS_LAUNCHERS  # the jobs run here, one after another
+        checked: list[tuple[JobPlan, DictConfig]] = []
         if jobs is not None:
             self.composed = loader_memo()  # each job's config composed once: validated, then launched
             self.runner = run_jobs_leanly()
             checked = validate_jobs(config, jobs)
-            if in_process and checked:
-                plan, job_cfg = checked[0]  # read while the store process, still starting, opens the parent run:
-                load_ahead(plan.corpus, job_cfg.corpus)  # the first job finds its corpus loaded
-                for plan, _ in checked:  # each job takes its plan instead of checking its config again
-                    plan_ahead(plan, launch_dir)
         self.tuning = is_tuning(config.hydra)
         if self.tuning:
             try:
@@ -142,6 +138,16 @@ class MlflowSweep(Callback):
                 _exit(str(exc))
             except (HydraException, OmegaConfBaseException) as exc:
                 _exit(one_line(exc))
+        try:
+            uri = tracking_uri(config.tracking.uri, launch_dir)
+        except InputError as exc:
+            _exit(str(exc))
+        if in_process and checked:  # every job checked: the store may be created now
+            open_ahead(uri, config.tracking.experiment)  # opened by the store process while the corpus is read:
+            plan, job_cfg = checked[0]
+            load_ahead(plan.corpus, job_cfg.corpus)  # the first job finds its corpus loaded
+            for plan, _ in checked:  # each job takes its plan instead of checking its config again
+                plan_ahead(plan, launch_dir)
         swept = [o for o in overrides if o.partition("=")[0].lstrip("+~") in varying]
         several = any(key.startswith("corpus") for key in varying)
         name = run_name(config.get("study") or " ".join(swept) or sweep_dir.name,
@@ -150,7 +156,6 @@ class MlflowSweep(Callback):
                 TAG_OVERRIDES: " ".join(overrides),
                 TAG_LAUNCHER: str(launcher)}
         try:
-            uri = tracking_uri(config.tracking.uri, launch_dir)
             self.parent, experiment_id, resumed = open_parent(uri, config.tracking.experiment, sweep_dir, name, tags)
         except InputError as exc:  # a refused URI, an unreachable server, a busy folder: say so, start nothing
             _exit(str(exc))

@@ -15,7 +15,7 @@ import socket
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -133,6 +133,15 @@ def client_for(uri: str) -> MlflowClient:
         client = MlflowClient(tracking_uri=uri)
         client.search_experiments(max_results=1)  # connects: creates and migrates a new store
     return client
+
+
+def open_ahead(uri: str, experiment: str = DEFAULT_EXPERIMENT) -> None:
+    """Have the store process start opening the store (and if new, creating it) while this process goes on:
+    :meth:`Store.open` then takes its answer. Without a store process, nothing: :meth:`Store.open` does it all."""
+    process = background.current()
+    if process is not None and process.usable():
+        with suppress(background.Gone):
+            process.open_later(uri, experiment)
 
 
 @dataclass(frozen=True)

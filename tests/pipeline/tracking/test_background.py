@@ -21,7 +21,7 @@ from pipeline.tracking import background
 from pipeline.tracking.destination import Destination
 from pipeline.tracking.records import JobRecord, save_table
 from pipeline.tracking.runs import Tracker
-from pipeline.tracking.store import Store, client_for
+from pipeline.tracking.store import Store, client_for, open_ahead
 from tests.pipeline.helpers import cli_env, job_runs, run_pipeline
 
 pytestmark = pytest.mark.skipif(not second_core(),
@@ -71,6 +71,35 @@ def test_a_store_that_cannot_be_opened_is_the_same_one_line_error(tmp_path, stor
     with pytest.raises(InputError, match=r"^cannot open the MLflow tracking store sqlite:///.*a-file"):
         Destination.open(uri, tmp_path, "rankscope")
     assert background.current() is store_process  # still there for the next request
+
+
+def test_a_store_opened_ahead_is_the_store_open_then_finds(tmp_path, store_process):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    open_ahead(uri, "rankscope")  # the request is sent: this process goes on without its answer
+    assert store_process.unanswered and not store_process.opening
+    store = Store.open(uri, "rankscope")  # takes the answer: the store is not opened a second time
+    assert not store_process.unanswered and not store_process.opening
+    assert isinstance(store.client, background.RemoteClient) and store_process.serves(uri)
+    assert MlflowClient(uri).get_experiment_by_name("rankscope").experiment_id == store.experiment_id
+
+
+def test_a_store_opened_ahead_that_cannot_be_opened_is_the_same_one_line_error(tmp_path, store_process):
+    (tmp_path / "a-file").write_text("")
+    uri = f"sqlite:///{tmp_path / 'a-file' / 'mlflow.db'}"
+    open_ahead(uri, "rankscope")
+    with pytest.raises(InputError, match=r"^cannot open the MLflow tracking store sqlite:///.*a-file"):
+        Store.open(uri, "rankscope")
+    assert background.current() is store_process and not store_process.opening
+
+
+def test_a_store_opened_ahead_by_a_process_that_is_gone_is_opened_here(tmp_path, store_process):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    os.kill(store_process.pid, signal.SIGKILL)
+    os.waitpid(store_process.pid, 0)
+    open_ahead(uri, "rankscope")  # sent to a dead process, or refused: either way this process opens it
+    store = Store.open(uri, "rankscope")
+    assert not isinstance(store.client, background.RemoteClient)
+    assert MlflowClient(uri).get_experiment_by_name("rankscope").experiment_id == store.experiment_id
 
 
 def test_when_the_store_process_is_gone_the_job_logs_by_itself(tmp_path, store_process):
