@@ -6,6 +6,7 @@ Every other module of this package imports MLflow's names from here; no module o
 from __future__ import annotations
 
 import os
+from typing import Any
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # its bars would flood non-TTY logs
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # it prints URIs with credentials
@@ -15,15 +16,23 @@ from mlflow import MlflowClient
 from mlflow.artifacts import download_artifacts
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, Run, RunStatus, RunTag
 from mlflow.exceptions import MlflowException
+from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 from mlflow.utils.mlflow_tags import (
     MLFLOW_LOGGED_ARTIFACTS,
     MLFLOW_PARENT_RUN_ID,
     MLFLOW_SOURCE_NAME,
     MLFLOW_SOURCE_TYPE,
 )
+from mlflow.utils.uri import add_databricks_profile_info_to_artifact_uri
 
 __all__ = [
     "MLFLOW_LOGGED_ARTIFACTS", "MLFLOW_PARENT_RUN_ID", "MLFLOW_SOURCE_NAME", "MLFLOW_SOURCE_TYPE", "Dataset",
     "DatasetInput", "InputTag", "Metric", "MlflowClient", "MlflowException", "Param", "Run", "RunStatus", "RunTag",
-    "download_artifacts",
+    "download_artifacts", "run_artifacts",
 ]
+
+
+def run_artifacts(artifact_uri: str, tracking_uri: str) -> Any:
+    """The artifact repository of the run whose artifact root is ``artifact_uri``, as MLflow's client picks it."""
+    return get_artifact_repository(add_databricks_profile_info_to_artifact_uri(artifact_uri, tracking_uri),
+                                   tracking_uri=tracking_uri)

@@ -34,6 +34,7 @@ from pipeline.tracking.client import (
     Run,
     RunStatus,
     RunTag,
+    run_artifacts,
 )
 from pipeline.tracking.provenance import provenance_tags
 
@@ -89,9 +90,11 @@ def find_run(client: MlflowClient, run_id: str) -> Run | None:
 class Tracker:
     """One MLflow run. Params and metrics each go in one batch; every value is redacted on the way out."""
 
-    def __init__(self, client: MlflowClient, run_id: str):
+    def __init__(self, client: MlflowClient, run_id: str, artifact_uri: str | None = None):
         self.client = client
         self.run_id = run_id
+        self.artifact_uri = artifact_uri  # the run's artifact root, when this process created the run
+        self._artifacts: Any = None  # its artifact repository (see log_files)
 
     @classmethod
     @whole
@@ -123,7 +126,7 @@ class Tracker:
             all_tags[MLFLOW_PARENT_RUN_ID] = parent_id
         safe = {k: redact_value(k, str(v)) for k, v in all_tags.items()}
         run = client.create_run(experiment_id, start_time=start_time, tags=safe, run_name=redact_text(name))
-        return cls(client, run.info.run_id)
+        return cls(client, run.info.run_id, run.info.artifact_uri)
 
     @whole
     def log_params(self, params: Mapping[str, Any]) -> None:
@@ -203,9 +206,18 @@ class Tracker:
     @whole
     def log_files(self, paths: Iterable[Path], folder: str | None = None) -> None:
         """Files already written with secrets masked (see ``pipeline.job.results.write_results``), optionally into an
-        artifact ``folder``."""
+        artifact ``folder``.
+
+        A run this process created with its own client writes straight to the artifact root ``create_run`` gave it,
+        through the repository MLflow's client would pick for it: the client first reads the whole run back (81
+        metrics and 48 params for a job) to learn that root, half the time of logging a job's eight files."""
+        if self._artifacts is None and self.artifact_uri and isinstance(self.client, MlflowClient):
+            self._artifacts = run_artifacts(self.artifact_uri, self.client.tracking_uri)
         for path in paths:
-            self.client.log_artifact(self.run_id, str(path), folder)
+            if self._artifacts is not None:
+                self._artifacts.log_artifact(str(path), folder)
+            else:
+                self.client.log_artifact(self.run_id, str(path), folder)
 
     @whole
     def finish(self, error: str | None = None, end_time: int | None = None) -> None:
