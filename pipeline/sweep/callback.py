@@ -56,6 +56,7 @@ from pipeline.sweep.gating import run_sweep_gate
 from pipeline.sweep.resume import open_parent
 from pipeline.sweep.tuning import check_tuning, close_tuning, is_tuning
 from pipeline.tracking import background
+from pipeline.tracking.readback import logged_tables
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.store import STORE_ERRORS, open_ahead, store_error, tracking_uri
 
@@ -192,6 +193,7 @@ class MlflowSweep(Callback):
     @hook
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         finish_waiting()  # the last job's record, once its plots are drawn
+        known = logged_tables(self.sweep_dir) if self.parent is not None and self.handle is not None else {}
         background.settle()  # every job's run logged (or said not to be) before the sweep's end reads them
         forget_plans_ahead()
         if self.composed is not None:
@@ -206,7 +208,7 @@ class MlflowSweep(Callback):
                 summary = None
             else:
                 summary, error = close_sweep(self.parent, self.handle.experiment_id, self.sweep_dir, self.uri,
-                                             config.metrics, self.title, config.diagnosis, self.overrides)
+                                             config.metrics, self.title, config.diagnosis, self.overrides, known)
         except STORE_ERRORS as exc:  # the store stopped answering: the jobs' records are safe
             self.parent = None
             atexit.unregister(self._abandoned)

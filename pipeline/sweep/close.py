@@ -4,8 +4,9 @@ then gate it. Used by the sweep's driver when its jobs are done and by ``python 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.analysis.summary import SweepSummary, SystemRun, compare_systems, summarize
 from pipeline.common import commands
@@ -35,15 +36,20 @@ from pipeline.tracking.runs import Tracker
 from pipeline.tracking.store import run_location
 from pipeline.tracking.views import save_view, view_url
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, metrics: Any, title: str,
-                diagnosis: Any, overrides: str) -> tuple[SweepSummary, str | None]:
+                diagnosis: Any, overrides: str,
+                known: Mapping[str, pd.DataFrame] | None = None) -> tuple[SweepSummary, str | None]:
     """Summarise the children MLflow holds, print and save the summary, log it to the parent and close the parent
     (FAILED when a job failed or computed results it could not log). Used at the end of a sweep and by sync.
+    ``known``: per-question tables read already, by run id (see :func:`pipeline.tracking.readback.logged_tables`).
 
     Closed again (a resumed or synced sweep), the parent's ``jobs/*`` metrics get the next step."""
     plan = metric_plan(metrics)
-    systems = children_closed(parent, experiment_id)
+    systems = children_closed(parent, experiment_id, known=known)
     summary = summarize(systems, parent.run_id, plan.show, plan.primary, plan.confidence, plan.resamples, plan.seed,
                         compare=False)
     first = FirstFigures(summary, plan, diagnosis, sweep_dir)  # drawn beside while the systems are compared
@@ -145,9 +151,10 @@ def summarise_parent(parent: Tracker, summary: SweepSummary, handle: SweepHandle
                            tags={TAG_BEST: f"{best.name} ({summary.primary.name})"})
 
 
-def children_closed(parent: Tracker, experiment_id: str, reason: str | None = None) -> list[SystemRun]:
+def children_closed(parent: Tracker, experiment_id: str, reason: str | None = None,
+                    known: Mapping[str, pd.DataFrame] | None = None) -> list[SystemRun]:
     """The parent's children as MLflow holds them, any left RUNNING closed FAILED first."""
-    systems = child_runs(parent.client, experiment_id, parent.run_id)
+    systems = child_runs(parent.client, experiment_id, parent.run_id, known)
     close_children(parent.client, systems, *([reason] if reason else []))
     return systems
 

@@ -8,6 +8,7 @@ a sweep summarised again by ``python -m pipeline.sync``, and ``compare``/``gate`
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -24,12 +25,14 @@ from pipeline.common.names import (
     TAG_SYSTEM,
 )
 from pipeline.tracking.client import MLFLOW_PARENT_RUN_ID, MlflowClient, Run, download_artifacts
-from pipeline.tracking.records import read_table
+from pipeline.tracking.records import JobRecord, read_table
 from pipeline.tracking.search import search_runs
 
 
-def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> list[SystemRun]:
-    """The parent's children in job order, with their per-question tables (finished runs only)."""
+def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str,
+               known: Mapping[str, pd.DataFrame] | None = None) -> list[SystemRun]:
+    """The parent's children in job order, with their per-question tables (finished runs only). ``known``: tables
+    already read from the files these runs were logged from, by run id (:func:`logged_tables`)."""
     systems, roots = [], {}
     for run in search_runs(client, [experiment_id], f"tags.`{MLFLOW_PARENT_RUN_ID}` = '{parent_run_id}'"):
         tags = run.data.tags
@@ -42,18 +45,43 @@ def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> 
     systems.sort(key=lambda s: s.job)
     unique_names(systems)
     done = [s for s in systems if s.status == "FINISHED"]
+    for system in done:
+        if known and system.run_id in known:
+            system.per_question = known[system.run_id]
+    unread = [s for s in done if s.per_question is None]
     with tempfile.TemporaryDirectory() as tmp:
-        for system in progress.iterate(done, len(done), "reading runs", "run"):
+        for system in progress.iterate(unread, len(unread), "reading runs", "run"):
             try:
                 local = _download(client, system.run_id, roots.get(system.run_id), PER_QUESTION_FILE, tmp)
             except Exception as exc:  # a finished run without its table cannot be compared: report, go on
                 interrupts.stop_if_interrupted(exc)
                 system.error = f"per-question table unreadable: {exc}"
                 continue
-            frame = pd.read_csv(local, dtype={"query_id": str}, keep_default_na=False, na_values=[""])
-            system.per_question = frame.set_index("query_id")
+            system.per_question = read_per_question(Path(local))
             Path(local).unlink(missing_ok=True)
     return systems
+
+
+def read_per_question(path: Path) -> pd.DataFrame:
+    """A run's per-question CSV as the summary reads it: indexed by question id, an empty cell missing."""
+    frame = pd.read_csv(path, dtype={"query_id": str}, keep_default_na=False, na_values=[""])
+    return frame.set_index("query_id")
+
+
+def logged_tables(sweep_dir: Path) -> dict[str, pd.DataFrame]:
+    """The per-question tables of a sweep's jobs already logged, by run id, read from the job folders their runs
+    were logged from (the same bytes as the runs' artifacts). A sweep's driver reads them while the store process
+    logs the last job, instead of downloading each after it (:func:`child_runs`)."""
+    tables = {}
+    for folder in sorted(p for p in sweep_dir.iterdir() if p.name.isdigit()) if sweep_dir.is_dir() else []:
+        try:
+            record = JobRecord.load(folder)
+            if record is None or record.run_id is None or record.error or PER_QUESTION_FILE not in record.files:
+                continue
+            tables[record.run_id] = read_per_question(folder / PER_QUESTION_FILE)
+        except (OSError, ValueError, TypeError):  # unreadable here: child_runs downloads the run's own copy
+            continue
+    return tables
 
 
 def _download(client: MlflowClient, run_id: str, root: str | None, path: str, folder: str) -> str:

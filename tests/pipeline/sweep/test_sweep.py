@@ -7,7 +7,8 @@ from pathlib import Path
 import pandas as pd
 from mlflow import MlflowClient
 
-from pipeline.common.names import QUESTIONS_PREFIX
+from pipeline.common.names import QUESTIONS_PREFIX, TAG_SWEEP_DIR
+from pipeline.tracking.readback import child_runs, logged_tables
 from tests.pipeline.helpers import run_pipeline
 from tests.retrievers.test_helpdesk_study import EXPECTED, NOT_FIRST  # SPEC.md's tables, held once
 
@@ -57,6 +58,20 @@ def test_the_child_runs_hold_spec_ranks_of_the_first_relevant_document(four_syst
         ranks = {q: (0 if pd.isna(r) else int(r)) for q, r in table["first_relevant_rank"].items()}
         assert ranks == {q: exceptions.get(q, 1) for q in ranks}, system
         assert len(ranks) == 14
+
+
+def test_the_tables_read_from_the_job_folders_are_the_ones_the_runs_hold(four_systems):
+    tmp, _ = four_systems
+    client, experiment_id = store(tmp)
+    parent, children = parent_and_children(client, experiment_id)
+    known = logged_tables(Path(parent.data.tags[TAG_SWEEP_DIR]))  # what the driver reads while the last job logs
+    assert sorted(known) == sorted(run.info.run_id for run in children.values())
+    downloaded = child_runs(client, experiment_id, parent.info.run_id)
+    taken = child_runs(client, experiment_id, parent.info.run_id, known)
+    assert [s.name for s in taken] == [s.name for s in downloaded]
+    for ours, theirs in zip(taken, downloaded, strict=True):
+        assert ours.per_question is known[ours.run_id]
+        pd.testing.assert_frame_equal(ours.per_question, theirs.per_question)
 
 
 def test_the_terminal_shows_spec_tables(four_systems):
