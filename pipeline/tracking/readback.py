@@ -25,7 +25,7 @@ from pipeline.common.names import (
     TAG_SYSTEM,
 )
 from pipeline.tracking.client import MLFLOW_PARENT_RUN_ID, MlflowClient, Run, download_artifacts
-from pipeline.tracking.records import JobRecord, read_table
+from pipeline.tracking.records import job_records, read_table
 from pipeline.tracking.search import search_runs
 
 
@@ -73,13 +73,12 @@ def logged_tables(sweep_dir: Path) -> dict[str, pd.DataFrame]:
     were logged from (the same bytes as the runs' artifacts). A sweep's driver reads them while the store process
     logs the last job, instead of downloading each after it (:func:`child_runs`)."""
     tables = {}
-    for folder in sorted(p for p in sweep_dir.iterdir() if p.name.isdigit()) if sweep_dir.is_dir() else []:
+    for folder, record in job_records(sweep_dir) if sweep_dir.is_dir() else []:
+        if record.run_id is None or record.error or PER_QUESTION_FILE not in record.files:
+            continue
         try:
-            record = JobRecord.load(folder)
-            if record is None or record.run_id is None or record.error or PER_QUESTION_FILE not in record.files:
-                continue
             tables[record.run_id] = read_per_question(folder / PER_QUESTION_FILE)
-        except (OSError, ValueError, TypeError):  # unreadable here: child_runs downloads the run's own copy
+        except (OSError, ValueError):  # unreadable here: child_runs downloads the run's own copy
             continue
     return tables
 

@@ -222,6 +222,11 @@ def _log(client: MlflowClient, record: JobRecord, folder: Path) -> str:
 
 def pending_records(folder: Path) -> list[tuple[Path, JobRecord]]:
     """Records under ``folder`` (a job folder or a sweep folder) not logged yet, in folder order."""
+    return [(where, record) for where, record in job_records(folder) if record.pending]
+
+
+def job_records(folder: Path) -> list[tuple[Path, JobRecord]]:
+    """Every readable record under ``folder`` (a job folder or a sweep folder), with its folder, in folder order."""
     found = []
     paths = [folder / RECORD_FILE] if (folder / RECORD_FILE).is_file() else sorted(
         folder.rglob(RECORD_FILE), key=lambda p: [int(x) if x.isdigit() else x for x in p.parent.parts])
@@ -230,6 +235,6 @@ def pending_records(folder: Path) -> list[tuple[Path, JobRecord]]:
             record = JobRecord.load(path.parent)
         except (OSError, ValueError, TypeError):
             continue
-        if record is not None and record.pending:
+        if record is not None:
             found.append((path.parent, record))
     return found
