@@ -29,8 +29,8 @@ from pipeline.analysis.diagnosis import (
 from pipeline.common.names import DIAGNOSIS_FILE, PLOTS_DIR
 from pipeline.config.plan import JobPlan
 from pipeline.job.results import JobResult
-from pipeline.reports.html import DPI, Drawing
-from pipeline.reports.plots import Figure, failure_bars_png, metric_histogram_png
+from pipeline.reports.html import DPI, Drawing, Figure
+from pipeline.reports.run_plots import failure_bars_png, metric_histogram_png
 from retrievers.base import Documents, counts_of
 
 TERMINAL_QUESTIONS = 10  # failing questions printed per job; diagnosis.txt lists them all
@@ -100,10 +100,10 @@ def diagnose_job(result: JobResult, plan: JobPlan, documents: Documents | None =
     add_columns(result.table, table)
     result.extra_metrics.update(failure_metrics(table))
     metric = plan.histogram_metric
-    # drawn by the copy that draws them (pipeline.reports.html.Drawing), on the figures it drew the last job's on
+    # drawn by the copy that draws them (pipeline.reports.html.Drawing)
     figures: dict[str, Callable[[], bytes]] = {
         f"{parse_metric(metric).mlflow_key}_histogram": functools.partial(
-            metric_histogram_png, result.evaluation.per_question[metric].copy(), metric, result.system, DPI),
+            metric_histogram_png, result.evaluation.per_question[metric].to_numpy(float), metric, result.system, DPI),
         "failure_classes": functools.partial(failure_bars_png, failure_counts(table), result.system, len(table),
                                              DPI),
     }

@@ -32,7 +32,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from pipeline.common.forking import second_core
-from pipeline.reports.glyphs import remember_text
 
 DPI = 110
 Made = Figure | Callable[[], Figure | bytes]  # a figure, or what makes it (or makes another file's bytes): see Drawing
@@ -114,7 +113,6 @@ def _drawn_by_a_copy(files: Mapping[Path, Made], dpi: int) -> int:
     if pid == 0:
         status = 1
         try:
-            remember_text()
             for path, fig in files.items():
                 if _claim(path):
                     _write_whole(path, _file(_built(fig), dpi))
@@ -379,7 +377,6 @@ def _serve_drawings(connection: Connection, warm: Sequence[Callable[[], object]]
     """The drawer's loop: draw each batch's figures it can claim, say so, until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.freeze()  # what it inherited stays as it is: never scanned by the collector (nor copied by its scans)
-    remember_text()  # a job's plots redraw most of the last job's texts in the same places
     status = 0
     try:
         for step in warm:

@@ -1,4 +1,5 @@
-"""Plots of a sweep and of a run, as matplotlib Figures drawn from plain pandas inputs.
+"""Plots of a sweep, as matplotlib Figures drawn from plain pandas inputs (a run's own two plots are
+:mod:`pipeline.reports.run_plots`'s).
 
 Headless by construction: every figure is a ``matplotlib.figure.Figure`` on its own Agg canvas, never a
 pyplot figure, so nothing depends on (or changes) the process-wide backend and nothing needs closing.
@@ -7,8 +8,6 @@ Each plot is titled, labels its axes with units, and stays legible from 14 to 1,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
@@ -16,43 +15,17 @@ from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
-from matplotlib.ticker import MaxNLocator
 
 from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_bounds, resample_means
-from pipeline.analysis.diagnosis import CAUSES, CLASSES, LABELS
-from pipeline.reports.html import PngCanvas, png_bytes
+from pipeline.reports.colours import BEYOND_COLOUR, BUCKET_COLOURS, NOT_RETRIEVED_COLOUR
+from pipeline.reports.html import PngCanvas
 
 # Above this many questions the rank heat map shows rank buckets per system instead of one row per question.
 HEATMAP_MAX_ROWS = 50
-# Rank buckets, best to worst, then "not retrieved": colour-blind-safe blues to oranges, grey for none.
-BUCKET_COLOURS = ("#08519c", "#6baed6", "#fdae6b", "#d94801")
-# Failure causes (pipeline.analysis.diagnosis.CAUSES, in order): dark to light oranges.
-CAUSE_COLOURS = ("#7f2704", "#d94801", "#f16913", "#fd8d3c", "#fdae6b")
-NOT_RETRIEVED_COLOUR = "#3a3a3a"
-BEYOND_COLOUR = "#8c8c8c"  # a ranking full to its depth without a relevant document: one may lie deeper
-
-
 def new_figure(width: float, height: float) -> Figure:
     """A Figure with its own Agg canvas (no pyplot state), laid out so labels are never clipped."""
     fig = Figure(figsize=(width, height), layout="constrained")
     PngCanvas(fig)
-    return fig
-
-
-# Margins (inches) of the per-run plots, made for every job of a sweep: wide enough for a two-line title, the
-# axis labels and seven-digit counts, so they need no layout engine (constrained layout draws each figure twice
-# and measures every text: two thirds of a per-run plot's cost).
-RUN_PLOT_MARGINS = {"left": 0.95, "right": 0.25, "bottom": 0.7, "top": 0.7}
-
-
-def run_figure(width: float, height: float, **margins: float) -> Figure:
-    """A per-run plot's Figure: one axes inside :data:`RUN_PLOT_MARGINS` (or the ``margins`` given, in inches),
-    no layout pass at draw time."""
-    fig = Figure(figsize=(width, height))
-    PngCanvas(fig)
-    m = {**RUN_PLOT_MARGINS, **margins}
-    fig.subplots_adjust(left=m["left"] / width, right=1 - m["right"] / width, bottom=m["bottom"] / height,
-                        top=1 - m["top"] / height)
     return fig
 
 
@@ -285,140 +258,6 @@ def response_plot(grid: pd.DataFrame, x: str, hue: str, metric: str, confidence:
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return fig
-
-
-def metric_histogram(values: pd.Series, metric: str, system: str, bins: int = 10) -> Figure:
-    """Distribution of one per-question metric of one run, its mean marked (scores lie in [0, 1])."""
-    return _Histogram(_scores(values), metric, system, bins).fig
-
-
-def failure_bars(counts: Mapping[str, int], system: str, questions: int | None = None) -> Figure:
-    """Horizontal bars of failure-class counts (keys of pipeline.analysis.diagnosis.CLASSES) for one run: the
-    causes (one per failing question) in oranges, then late rank and duplicates (which may accompany a cause) in
-    blues."""
-    return _FailureBars(_class_counts(counts), system, questions).fig
-
-
-# -- the per-run plots as a sweep's drawing copy makes them, one job after another -------------------------------
-
-
-def metric_histogram_png(values: pd.Series, metric: str, system: str, dpi: int, bins: int = 10) -> bytes:
-    """:func:`metric_histogram` as a PNG, byte for byte, drawn on the figure this process drew the last one on.
-
-    A sweep's copy that draws each job's two plots spent a third of a plot building a figure its last job had
-    already built (the figure, its axes, their ticks, and the text sizes its renderer remembers): here the bars,
-    the mean and the texts of the kept figure are set to the new run's, as a fresh figure would have them."""
-    data = _scores(values)
-    kept = _KEPT.get(_Histogram)
-    if isinstance(kept, _Histogram) and kept.fits(data, bins):
-        kept.refill(data, metric, system)
-    else:
-        kept = _KEPT[_Histogram] = _Histogram(data, metric, system, bins)
-    return png_bytes(kept.fig, dpi)
-
-
-def failure_bars_png(counts: Mapping[str, int], system: str, questions: int | None, dpi: int) -> bytes:
-    """:func:`failure_bars` as a PNG, byte for byte, drawn on the figure this process drew the last one on (see
-    :func:`metric_histogram_png`)."""
-    values = _class_counts(counts)
-    kept = _KEPT.get(_FailureBars)
-    if isinstance(kept, _FailureBars):
-        kept.refill(values, system, questions)
-    else:
-        kept = _KEPT[_FailureBars] = _FailureBars(values, system, questions)
-    return png_bytes(kept.fig, dpi)
-
-
-_KEPT: dict[type, object] = {}  # per process: the per-run plot of each kind drawn last
-
-
-def warm_up_run_plots(dpi: int) -> None:
-    """Draw each per-run plot once on placeholder data: a sweep's drawing copy does this before its first job
-    hands it anything (fonts loaded, the figures built), so the first job's plots cost what a later job's do. What
-    the next plots draw is unchanged: each is drawn as a fresh figure would be (see :func:`metric_histogram_png`)."""
-    metric_histogram_png(pd.Series(np.linspace(0.0, 1.0, 101)), "ndcg@10", "placeholder", dpi)
-    failure_bars_png(dict.fromkeys(CLASSES, 1), "placeholder", 101, dpi)
-
-
-def _scores(values: pd.Series) -> np.ndarray:
-    return pd.Series(values, dtype=float).dropna().to_numpy()
-
-
-def _class_counts(counts: Mapping[str, int]) -> list[int]:
-    return [int(counts.get(c, 0)) for c in CLASSES]
-
-
-class _Histogram:
-    """A :func:`metric_histogram` figure, which :meth:`refill` turns into another run's."""
-
-    def __init__(self, data: np.ndarray, metric: str, system: str, bins: int) -> None:
-        self.bins = bins
-        self.fig = run_figure(6.5, 4.0)
-        ax = self.ax = self.fig.add_subplot()
-        self.bars = ax.hist(data, bins=self._edges(), color="#6baed6", edgecolor="white")[2]
-        self.mean, self.legend = None, None
-        if len(data):
-            self.mean = ax.axvline(data.mean(), color="#d94801", linewidth=1.5, label=f"mean {data.mean():.3f}")
-            self.legend = ax.legend(loc="upper center", fontsize="small")
-        ax.set_xlim(0, 1)
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        self._texts(metric, system, len(data))
-
-    def _edges(self) -> np.ndarray:
-        return np.linspace(0.0, 1.0, self.bins + 1)
-
-    def fits(self, data: np.ndarray, bins: int) -> bool:
-        """Whether this figure can show ``data``: the same bins, and a mean to mark exactly when it has one."""
-        return bins == self.bins and (self.mean is not None) == bool(len(data))
-
-    def refill(self, data: np.ndarray, metric: str, system: str) -> None:
-        for bar, count in zip(self.bars, np.histogram(data, bins=self._edges())[0]):  # what ax.hist counts
-            bar.set_height(count)
-        if self.mean is not None and self.legend is not None:
-            label = f"mean {data.mean():.3f}"
-            self.mean.set_xdata([data.mean(), data.mean()])
-            self.mean.set_label(label)
-            self.legend.get_texts()[0].set_text(label)
-        self.ax.relim()  # the data limits the new bars give, then the view a fresh figure computes from them
-        self.ax.autoscale_view()
-        self.ax.set_xlim(0, 1)
-        self._texts(metric, system, len(data))
-
-    def _texts(self, metric: str, system: str, questions: int) -> None:
-        _title(self.ax, f"{metric} per question ({questions} questions)\nsystem: {system}", fontsize="medium")
-        self.ax.set_xlabel(f"{metric} of a question (score, 0–1)")
-        self.ax.set_ylabel("questions (count)")
-
-
-class _FailureBars:
-    """A :func:`failure_bars` figure, which :meth:`refill` turns into another run's."""
-
-    def __init__(self, values: list[int], system: str, questions: int | None) -> None:
-        self.fig = run_figure(7.0, 4.2, left=2.3)
-        ax = self.ax = self.fig.add_subplot()
-        colours = [*CAUSE_COLOURS[: len(CAUSES)], *BUCKET_COLOURS[: len(CLASSES) - len(CAUSES)][::-1]]
-        self.bars = ax.barh([LABELS[c] for c in CLASSES], values, color=colours)
-        self.labels = ax.bar_label(self.bars, padding=2)
-        ax.invert_yaxis()  # the first class on top
-        ax.set_xlim(0, max([*values, 1]) * 1.25)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        self._texts(system, questions)
-
-    def refill(self, values: list[int], system: str, questions: int | None) -> None:
-        for bar, value in zip(self.bars.patches, values):
-            bar.set_width(value)
-        self.bars.datavalues = np.asarray(values)  # what bar_label writes
-        for label in self.labels:
-            label.remove()
-        self.labels = self.ax.bar_label(self.bars, padding=2)
-        self.ax.set_xlim(0, max([*values, 1]) * 1.25)
-        self._texts(system, questions)
-
-    def _texts(self, system: str, questions: int | None) -> None:
-        scope = f" of {questions}" if questions is not None else ""
-        _title(self.ax, f"Questions{scope} per failure class\nsystem: {system}", fontsize="medium")
-        self.ax.set_ylabel("failure class (causes, then where)")
-        self.ax.set_xlabel("questions (count)")
 
 
 def _title(ax: Axes, label: str, **style: object) -> None:

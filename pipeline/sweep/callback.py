@@ -252,9 +252,9 @@ def _import_the_ends_modules() -> None:
 
 def _warm_up_plots() -> None:
     from pipeline.reports.html import DPI
-    from pipeline.reports.plots import warm_up_run_plots
+    from pipeline.reports.run_plots import warm_up
 
-    warm_up_run_plots(DPI)
+    warm_up(DPI)
 
 
 def _exit(reason: str) -> None:

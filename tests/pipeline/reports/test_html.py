@@ -300,7 +300,7 @@ def matplotlibs_png(fig) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("name", ["means", "heat map", "buckets", "paired", "grid", "histogram", "failures"])
+@pytest.mark.parametrize("name", ["means", "heat map", "buckets", "paired", "grid"])
 def test_a_figure_is_written_as_the_pixels_matplotlib_writes_in_rgb(name):
     """Every figure rankscope draws is opaque: its PNG holds the pixels matplotlib's own PNG of a fresh copy holds,
     as RGB (a file of about the same size), with matplotlib's text chunk and resolution."""

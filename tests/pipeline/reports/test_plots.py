@@ -192,94 +192,6 @@ def test_the_paired_plot_defaults_to_the_two_best_systems():
         plots.best_pair(scores[["low"]])
 
 
-def test_metric_histogram_counts_every_question_once(ndcg):
-    fig = plots.metric_histogram(ndcg["BM25"], "ndcg@5", "BM25")
-    ax = fig.axes[0]
-    assert_readable(fig)
-    heights = [p.get_height() for p in ax.patches]
-    assert len(heights) == 10 and sum(heights) == 14
-    assert heights[0] == (ndcg["BM25"] < 0.1).sum()  # q02 and q10 score 0
-    assert "ndcg@5" in ax.get_xlabel() and "BM25" in ax.get_title()
-
-
-def test_failure_bars_show_each_class_count():
-    fig = plots.failure_bars({"vocabulary_gap": 1, "homonymy": 2, "late_rank": 0, "duplicates": 4}, "bm25", 14)
-    ax = fig.axes[0]
-    assert_readable(fig, "x")
-    assert [p.get_width() for p in ax.patches] == [1, 0, 2, 0, 0, 0, 4]  # a class not given counts 0
-    assert [t.get_text() for t in ax.get_yticklabels()] == [
-        "vocabulary gap", "partial vocabulary gap", "surface homonymy", "common terms", "term weighting", "late rank",
-        "duplicates"]
-    assert "of 14 per failure class" in ax.get_title() and "bm25" in ax.get_title()
-
-
-@pytest.mark.parametrize("questions", [14, 1_000_000])
-def test_per_run_plots_keep_every_text_inside_the_image(questions):
-    """The per-run plots have fixed margins (no layout pass): titles, labels and counts still fit, up to a
-    million questions."""
-    values = pd.Series(np.linspace(0, 1, questions))
-    counts = {"vocabulary_gap": questions // 3, "partial_gap": questions // 2, "homonymy": 2, "late_rank": questions,
-              "duplicates": 0}
-    for fig in (plots.metric_histogram(values, "ndcg@10", "bm25 k1=1.5 b=0.75"),
-                plots.failure_bars(counts, "bm25 k1=1.5 b=0.75", questions)):
-        renderer = fig.canvas.get_renderer()
-        fig.draw(renderer)
-        ax = fig.axes[0]
-        (xlow, xhigh), (ylow, yhigh) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
-        xticks = [t for t in ax.get_xticklabels() if xlow <= t.get_position()[0] <= xhigh]  # others are not drawn
-        yticks = [t for t in ax.get_yticklabels() if ylow <= t.get_position()[1] <= yhigh]
-        texts = [ax.title, ax.xaxis.label, ax.yaxis.label, *xticks, *yticks, *ax.texts]
-        shown = [t for t in texts if t.get_visible() and t.get_text()]
-        assert len(shown) > 8
-        for text in shown:
-            box = text.get_window_extent(renderer)
-            assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, text
-
-
-def test_a_sweeps_per_run_plots_drawn_on_the_kept_figures_are_the_pngs_fresh_ones_give(monkeypatch):
-    """The copy that draws a sweep's per-run plots redraws the figure it kept: each PNG is, byte for byte, what a
-    figure made afresh for that run gives (more or fewer questions, a run with none, other counts, names, metrics
-    and bins), and the kept figure is drawn again whenever it can be."""
-    monkeypatch.setattr(plots, "_KEPT", {})
-    rng = np.random.default_rng(0)
-    runs = [(pd.Series(rng.random(300)), "ndcg@10", "BM25 k1=0.9 b=0.4", 10),
-            (pd.Series(rng.random(300) ** 3), "ndcg@10", "BM25 k1=1.2 b=0.75", 10),
-            (pd.Series(np.r_[np.zeros(290), np.ones(10)]), "mrr", "a system with a much longer name than most", 10),
-            (pd.Series([], dtype=float), "ndcg@10", "nothing", 10),  # no mean to mark: a figure of its own
-            (pd.Series([0.5, np.nan]), "ndcg@10", "one", 10),
-            (pd.Series(rng.random(1000)), "ndcg@10", "BM25", 20),  # other bins: another figure
-            (pd.Series(rng.random(14)), "ndcg@5", "BM25", 20)]
-    kept = []
-    for values, metric, system, bins in runs:
-        png = plots.metric_histogram_png(values, metric, system, 110, bins=bins)
-        assert png == figure_png(plots.metric_histogram(values, metric, system, bins=bins), 110), (metric, system)
-        kept.append(plots._KEPT[plots._Histogram])
-    assert kept[0] is kept[1] is kept[2] and kept[3] is not kept[2] and kept[5] is kept[6]
-    failures = [({"vocabulary_gap": 3, "homonymy": 55, "late_rank": 64}, "BM25 k1=0.9", 300),
-                ({"vocabulary_gap": 10**6, "late_rank": 999_999, "duplicates": 1}, "a long name " * 3, 10**6),
-                ({}, "nothing failed", None), ({"duplicates": 4}, "BM25", 14)]
-    for counts, system, questions in failures:
-        png = plots.failure_bars_png(counts, system, questions, 110)
-        assert png == figure_png(plots.failure_bars(counts, system, questions), 110), system
-    assert isinstance(plots._KEPT[plots._FailureBars], plots._FailureBars)
-
-
-def test_after_the_warm_up_the_first_per_run_plots_are_the_pngs_fresh_ones_give(monkeypatch):
-    """A sweep's drawing copy draws each per-run plot once on placeholder data before its first job: the kept
-    figures it leaves draw the first job's plots exactly as fresh figures would."""
-    monkeypatch.setattr(plots, "_KEPT", {})
-    plots.warm_up_run_plots(110)
-    warmed = dict(plots._KEPT)
-    assert set(warmed) == {plots._Histogram, plots._FailureBars}
-    values = pd.Series(np.random.default_rng(3).random(300))
-    png = plots.metric_histogram_png(values, "mrr", "BM25 k1=0.6 b=0.3", 110)
-    assert png == figure_png(plots.metric_histogram(values, "mrr", "BM25 k1=0.6 b=0.3"), 110)
-    counts = {"vocabulary_gap": 7, "late_rank": 40}
-    fresh = figure_png(plots.failure_bars(counts, "BM25", 300), 110)
-    assert plots.failure_bars_png(counts, "BM25", 300, 110) == fresh
-    assert warmed == plots._KEPT  # drawn on the warmed figures, not on new ones
-
-
 def test_a_ranking_full_to_its_depth_is_bucketed_apart_from_one_that_ended():
     ranks = pd.DataFrame({"a": [1, np.nan, np.nan, 4], "b": [np.nan, 2, np.nan, 11]}, index=["q1", "q2", "q3", "q4"])
     beyond = pd.DataFrame({"a": [pd.NA, 100, pd.NA, pd.NA], "b": [10, pd.NA, pd.NA, pd.NA]}, index=ranks.index,
@@ -319,8 +231,6 @@ def every_plot(ndcg) -> dict:
         "buckets": lambda: plots.first_relevant_heatmap(pd.concat([ranks] * 20, ignore_index=True)),
         "paired": lambda: plots.paired_bootstrap(ndcg, "ndcg@5", pair=("BM25", "LSA")),
         "grid": lambda: plots.response_plot(grid, "k1", "b", "ndcg@10"),
-        "histogram": lambda: plots.metric_histogram(ndcg["BM25"], "ndcg@5", "BM25"),
-        "failures": lambda: plots.failure_bars({"vocabulary_gap": 1, "late_rank": 3}, "BM25", 14),
     }
 
 
