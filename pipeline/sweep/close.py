@@ -32,7 +32,7 @@ from pipeline.sweep.resume import sweep_state
 from pipeline.tracking.client import MlflowClient
 from pipeline.tracking.readback import child_runs
 from pipeline.tracking.records import pending_records
-from pipeline.tracking.runs import Tracker
+from pipeline.tracking.runs import Tracker, log_parent_summary
 from pipeline.tracking.store import run_location
 from pipeline.tracking.views import save_view, view_url
 
@@ -73,6 +73,7 @@ def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, 
         log_summary(parent, summary, handle, len(unlogged))  # while the copy draws the first figures
         files += plots_and_report(summary, plan, diagnosis, title, sweep_dir, parent,
                                   {"MLflow": f"parent {where}", "overrides": overrides}, first)
+        parent.wait_later()  # the summary logged (a store error is the sweep's, not its report's)
     finally:
         first.stop()  # stopped on the way (an error, Ctrl-C), no copy is left drawing
     failed = len(summary.failed)
@@ -117,38 +118,29 @@ def sync_command(sweep_dir: Path) -> str:
 
 
 def log_summary(parent: Tracker, summary: SweepSummary, handle: SweepHandle | None, unlogged: int) -> None:
-    """The parent's ``jobs/*`` counts, the summary table and what a collapsed runs list shows. Logged before the
-    plots and the report: the store's round trips (about 0.1 s) then overlap the drawing copy's first figures, which
-    the report waits for."""
-    step = parent.metric_steps(JOBS_PREFIX + "finished")
-    parent.log_metrics({JOBS_PREFIX + "finished": len(summary.finished), JOBS_PREFIX + "failed": len(summary.failed),
-                        JOBS_PREFIX + "not_logged": unlogged}, step=step)
-    if not summary.means.empty:
-        parent.log_table(summary.means.reset_index(), SUMMARY_TABLE)
-    summarise_parent(parent, summary, handle)
+    """The parent's ``jobs/*`` counts, the summary table and what a collapsed runs list shows of a sweep: the corpus
+    (dataset input), the swept keys and their values (params), the best system's primary metric with its interval
+    (metrics) and its name (tag).
 
-
-def summarise_parent(parent: Tracker, summary: SweepSummary, handle: SweepHandle | None) -> None:
-    """What a collapsed runs list shows of a sweep: the corpus (dataset input), the swept keys and their values
-    (params), the best system's primary metric with its interval (metrics) and its name (tag)."""
+    Handed to the store process without waiting (:meth:`Tracker.run_later`): its eight round trips (about 0.1 s)
+    overlap the plots and the report; a store error is raised after them (:meth:`Tracker.wait_later`)."""
+    counts = {JOBS_PREFIX + "finished": len(summary.finished), JOBS_PREFIX + "failed": len(summary.failed),
+              JOBS_PREFIX + "not_logged": unlogged}
+    table = None if summary.means.empty else summary.means.reset_index()
     finished = summary.finished
-    if not finished:
-        return
-    parent.copy_datasets(finished[0].run_id)
-    if handle is not None and handle.points:
-        swept = {}
-        for point in handle.points:
-            for override in point:
-                key, _, value = override.lstrip("+~").partition("=")
-                if key in handle.varying:
-                    swept.setdefault(key, []).append(value)
-        known = parent.params()  # params never change: a resumed sweep's parent has them already
-        parent.log_params({k: ",".join(dict.fromkeys(v)) for k, v in swept.items() if k not in known})
+    swept: dict[str, list[str]] = {}
+    for point in handle.points if handle is not None and finished else []:
+        for override in point:
+            key, _, value = override.lstrip("+~").partition("=")
+            if key in handle.varying:
+                swept.setdefault(key, []).append(value)
     best = next((s for s in finished if s.name == summary.best), None)
-    if best is not None:
-        key = summary.primary.mlflow_key
-        parent.log_metrics({k: best.metrics[k] for k in (key, key + LOWER, key + UPPER) if k in best.metrics},
-                           tags={TAG_BEST: f"{best.name} ({summary.primary.name})"})
+    key = summary.primary.mlflow_key
+    metrics = {k: best.metrics[k] for k in (key, key + LOWER, key + UPPER) if k in best.metrics} if best else {}
+    tags = {TAG_BEST: f"{best.name} ({summary.primary.name})"} if best else {}
+    parent.run_later(log_parent_summary, JOBS_PREFIX + "finished", counts, table, SUMMARY_TABLE,
+                     finished[0].run_id if finished else None,
+                     {k: ",".join(dict.fromkeys(v)) for k, v in swept.items()}, metrics, tags)
 
 
 def children_closed(parent: Tracker, experiment_id: str, reason: str | None = None,

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import pickle
 import signal
@@ -133,6 +134,20 @@ class StoreProcess:
         if answer[0] == "raised":
             raise answer[1]
         return answer[1]
+
+    def run_later(self, uri: str, function: Callable[..., Any], args: tuple[Any, ...],
+                  answered: Callable[[tuple[Any, ...]], None]) -> None:
+        """Ask the copy to call ``function(client, *args)`` with its client of the store at ``uri``, without waiting:
+        ``answered`` gets ``("returned", value)``, ``("raised", exception)`` or ``("gone", reason)`` when the next
+        request, or :meth:`settle`, reads it. ``function`` is pickled by name (a module-level function).
+        :class:`Gone` when the process does not serve that store."""
+        from pipeline.common.interrupts import deferred
+
+        if not self.serves(uri):
+            raise Gone("not serving this store")
+        with deferred():
+            self._send(("run", uri, function, args))
+        self.unanswered.append(answered)
 
     def publish(self, folder: Path) -> Any:
         """Log the record saved in ``folder`` (:func:`pipeline.tracking.records.publish`): a ``Published``.
@@ -248,6 +263,8 @@ def _serve(connection: Connection) -> None:
                     answer: tuple[Any, ...] = ("opened", store.experiment_id)
                 elif request[0] == "call" and request[1] in stores:
                     answer = _called(stores[request[1]].client, *request[2:])
+                elif request[0] == "run" and request[1] in stores:
+                    answer = _ran(stores[request[1]].client, *request[2:])
                 elif request[0] == "publish" and store is not None:
                     folder = Path(request[1])
                     record = JobRecord.load(folder)
@@ -278,6 +295,14 @@ def _called(client: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, A
         return ("raised", exc)
 
 
+def _ran(client: Any, function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``function(client, *args)``'s answer: ``("returned", value)`` or ``("raised", exception)``."""
+    try:
+        return ("returned", function(client, *args))
+    except Exception as exc:
+        return ("raised", exc)
+
+
 def _pickled(answer: tuple[Any, ...]) -> bytes:
     """The answer as it crosses the pipe: a value or exception that does not pickle (a database driver's error
     holding its connection) becomes an ``MlflowException`` that names it, which callers treat as a store error."""
@@ -301,10 +326,45 @@ class RemoteClient:
     def __init__(self, process: StoreProcess, uri: str) -> None:
         self.process, self.uri = process, uri
         self._local: Any = None
+        self._failed: Exception | None = None  # what a run_later call raised, for wait_later
 
     @property
     def tracking_uri(self) -> str:
         return self.uri
+
+    def run_later(self, function: Callable[..., Any], *args: Any) -> None:
+        """``function(client, *args)``, made by the store process while this one goes on; :meth:`wait_later` raises
+        what it raised. If the process is gone before it answers, the call is made in this process then."""
+        if self._local is None:
+            try:
+                self.process.run_later(self.uri, function, args, functools.partial(self._ran, function, args))
+                return
+            except Gone:
+                self._go_local()
+        function(self._local, *args)
+
+    def wait_later(self) -> None:
+        """Until every :meth:`run_later` call has been made; the first exception one raised is raised here."""
+        self.process.settle()
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+    def _ran(self, function: Callable[..., Any], args: tuple[Any, ...], answer: tuple[Any, ...]) -> None:
+        try:
+            if answer[0] == "raised":
+                raise answer[1]
+            if answer[0] == "gone":
+                self._go_local()
+                function(self._local, *args)
+        except Exception as exc:  # kept for wait_later: other calls answer as usual meanwhile
+            self._failed = self._failed or exc
+
+    def _go_local(self) -> None:
+        from pipeline.tracking.store import client_for
+
+        if self._local is None:
+            self._local = client_for(self.uri)
 
     def __getattr__(self, method: str) -> Any:
         if method.startswith("_"):
@@ -315,9 +375,7 @@ class RemoteClient:
                 try:
                     return self.process.call(self.uri, method, args, kwargs)
                 except Gone:
-                    from pipeline.tracking.store import client_for
-
-                    self._local = client_for(self.uri)
+                    self._go_local()
             return getattr(self._local, method)(*args, **kwargs)
 
         call.__name__ = method

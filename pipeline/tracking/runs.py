@@ -219,6 +219,21 @@ class Tracker:
             else:
                 self.client.log_artifact(self.run_id, str(path), folder)
 
+    def run_later(self, function: Callable[..., Any], *args: Any) -> None:
+        """``function(client, run_id, *args)``: made by the store process while this one goes on, when this run's
+        client goes through it (:meth:`wait_later` raises what it raised); at once otherwise."""
+        later = getattr(self.client, "run_later", None)
+        if later is not None:
+            later(function, self.run_id, *args)
+        else:
+            function(self.client, self.run_id, *args)
+
+    def wait_later(self) -> None:
+        """Until what :meth:`run_later` handed over is made; raises what it raised."""
+        wait = getattr(self.client, "wait_later", None)
+        if wait is not None:
+            wait()
+
     @whole
     def finish(self, error: str | None = None, end_time: int | None = None) -> None:
         """End the run FINISHED, or FAILED with the reason as a tag: never leave it RUNNING.
@@ -234,6 +249,27 @@ class Tracker:
             self.client.set_terminated(self.run_id, status=status, end_time=end_time)
 
         _while_locked(close)
+
+
+def log_parent_summary(client: MlflowClient, run_id: str, counts_key: str, counts: Mapping[str, float],
+                       table: pd.DataFrame | None, table_file: str, child_id: str | None, swept: Mapping[str, str],
+                       best: Mapping[str, float], best_tags: Mapping[str, str]) -> None:
+    """What a sweep's end logs to its parent run, from plain values: the job counts at the next step of
+    ``counts_key``, the summary table, the corpus of child ``child_id`` as the parent's dataset input, the swept
+    values it does not hold yet, the best system's metrics and tags. A module-level function, so that the store
+    process can make it while the driver draws (:meth:`Tracker.run_later`)."""
+    parent = Tracker(client, run_id)
+    parent.log_metrics(counts, step=parent.metric_steps(counts_key))
+    if table is not None:
+        parent.log_table(table, table_file)
+    if child_id is None:
+        return
+    parent.copy_datasets(child_id)
+    if swept:
+        known = parent.params()  # params never change: a resumed sweep's parent has them already
+        parent.log_params({k: v for k, v in swept.items() if k not in known})
+    if best or best_tags:
+        parent.log_metrics(best, tags=best_tags)
 
 
 _TEXTS = pd.Series(["text"]).dtype  # the type pandas gives a column built from a list of texts

@@ -171,6 +171,49 @@ def test_a_sweeps_job_hands_its_record_over_and_goes_on(tmp_path, store_process)
     assert len(MlflowClient(uri).search_runs([store.experiment_id])) == 2  # each logged once
 
 
+def log_pid_as_a_tag(client, run_id: str, key: str) -> None:
+    """What run_later hands over (a module-level function): a tag saying which process made it."""
+    client.set_tag(run_id, key, str(os.getpid()))
+
+
+def test_a_call_run_later_is_made_by_the_store_process_while_this_one_goes_on(tmp_path, store_process):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    store = Store.open(uri, "rankscope")
+    parent = Tracker.start(store.client, store.experiment_id, "sweep", {TAG_KIND: "sweep"})
+    parent.run_later(log_pid_as_a_tag, "made_by")
+    assert store_process.unanswered  # sent, its answer not read yet
+    parent.wait_later()
+    assert not store_process.unanswered
+    assert MlflowClient(uri).get_run(parent.run_id).data.tags["made_by"] == str(store_process.pid)
+
+
+def test_what_a_call_run_later_raises_is_raised_by_wait_later_not_by_the_next_call(tmp_path, store_process):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    store = Store.open(uri, "rankscope")
+    parent = Tracker.start(store.client, store.experiment_id, "sweep", {TAG_KIND: "sweep"})
+    gone = Tracker(store.client, "0" * 32)
+    gone.run_later(log_pid_as_a_tag, "made_by")  # no such run: MLflow refuses
+    parent.log_metrics({"jobs/finished": 4.0})  # an ordinary call meanwhile answers as usual
+    with pytest.raises(MlflowException) as refused:
+        gone.wait_later()
+    assert refused.value.error_code == "RESOURCE_DOES_NOT_EXIST"
+    gone.wait_later()  # raised once
+
+
+def test_a_call_run_later_when_the_store_process_dies_is_made_here(tmp_path, store_process):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    store = Store.open(uri, "rankscope")
+    parent = Tracker.start(store.client, store.experiment_id, "sweep", {TAG_KIND: "sweep"})
+    os.kill(store_process.pid, signal.SIGKILL)
+    os.waitpid(store_process.pid, 0)
+    parent.run_later(log_pid_as_a_tag, "made_by")
+    parent.wait_later()
+    assert MlflowClient(uri).get_run(parent.run_id).data.tags["made_by"] == str(os.getpid())
+    in_process = Tracker(MlflowClient(uri), parent.run_id)  # a client of its own: made at once
+    in_process.run_later(log_pid_as_a_tag, "again")
+    assert MlflowClient(uri).get_run(parent.run_id).data.tags["again"] == str(os.getpid())
+
+
 def test_once_the_store_process_is_gone_the_calls_are_made_here(tmp_path, store_process):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     store = Store.open(uri, "rankscope")
