@@ -31,7 +31,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from pipeline.common.forking import second_core
+from pipeline.common.forking import second_core, yield_to_the_command
 
 DPI = 110
 Made = Figure | Callable[[], Figure | bytes]  # a figure, or what makes it (or makes another file's bytes): see Drawing
@@ -377,6 +377,7 @@ def start_drawer(warm: Sequence[Callable[[], object]] = ()) -> None:
 def _serve_drawings(connection: Connection, warm: Sequence[Callable[[], object]] = ()) -> None:
     """The drawer's loop: draw each batch's figures it can claim, say so, until the pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    yield_to_the_command()  # a job's files are needed only once the next job has computed: the driver goes first
     gc.freeze()  # what it inherited stays as it is: never scanned by the collector (nor copied by its scans)
     status = 0
     try:

@@ -38,10 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.common import collector
-from pipeline.common.forking import second_core
+from pipeline.common.forking import second_core, yield_to_the_command
 
 _CURRENT: StoreProcess | None = None
-STORE_NICENESS = 5  # once its imports are done, the copy yields the second core to the sweep's drawing copy
 
 
 class Gone(Exception):
@@ -246,8 +245,7 @@ def _serve(connection: Connection) -> None:
         with contextlib.suppress(ImportError):  # what opening a SQLite store imports: paid while the job composes
             import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
         collector.resume()  # MLflow's objects, frozen (pipeline.common.collector)
-        with contextlib.suppress(OSError):
-            os.nice(STORE_NICENESS)
+        yield_to_the_command()  # once its imports are done (pipeline.common.forking)
         from metrics.errors import InputError
 
         store: Store | None = None

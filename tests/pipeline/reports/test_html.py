@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pipeline.common.forking import HELPER_NICENESS
 from pipeline.reports import html, plots
 from pipeline.reports.html import (
     Drawing,
@@ -376,3 +377,22 @@ def test_a_drawer_started_early_warms_up_then_draws_what_it_is_given(tmp_path):
     lines = log.read_text().split("\n")
     assert lines[0] == f"warm {drawer.pid}" and set(lines[1:3]) == {str(drawer.pid)}
     assert [p.read_bytes() for p in written] == [html._draw(f, html.DPI) for f in means_figures(2)]
+
+
+def priority_of(log: str) -> None:
+    """A warm-up step that writes the priority its process runs at."""
+    with open(log, "a") as f:
+        f.write(f"{os.getpriority(os.PRIO_PROCESS, 0)}\n")
+
+
+@forks
+def test_the_drawing_copy_yields_to_the_process_that_forked_it(tmp_path):
+    """A job's files are needed only when the next job has computed: the copy runs at a lower priority, so that the
+    driver, which sets a sweep's pace, goes first when both want a core (pipeline.common.forking)."""
+    if html._Drawer._here is not None:
+        html._Drawer._here.kill()
+    log = tmp_path / "priority.log"
+    html.start_drawer([functools.partial(priority_of, str(log))])
+    Drawing(makers(tmp_path / "made.log"), tmp_path / "job0").finish()  # answered once the warm-up has run
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    assert int(log.read_text()) == min(19, ours + HELPER_NICENESS)
