@@ -129,7 +129,7 @@ def log_summary(parent: Tracker, summary: SweepSummary, handle: SweepHandle | No
     table = None if summary.means.empty else summary.means.reset_index()
     finished = summary.finished
     swept: dict[str, list[str]] = {}
-    for point in handle.points if handle is not None and finished else []:
+    for point in (handle.points or []) if handle is not None and finished else []:
         for override in point:
             key, _, value = override.lstrip("+~").partition("=")
             if key in handle.varying:
