@@ -6,3 +6,8 @@ BUCKET_COLOURS = ("#08519c", "#6baed6", "#fdae6b", "#d94801")
 CAUSE_COLOURS = ("#7f2704", "#d94801", "#f16913", "#fd8d3c", "#fdae6b")
 NOT_RETRIEVED_COLOUR = "#3a3a3a"
 BEYOND_COLOUR = "#8c8c8c"  # a ranking full to its depth without a relevant document: one may lie deeper
+# Sequential scales (ColorBrewer's nine classes, as matplotlib's "Blues" and "Greys" interpolate them): the share of
+# questions in a rank bucket, grey for the buckets without a relevant document in the ranking.
+BLUES = ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
+GREYS = ("#ffffff", "#f0f0f0", "#d9d9d9", "#bdbdbd", "#969696", "#737373", "#525252", "#252525", "#000000")
+HATCH_COLOUR = "#9a9a9a"  # the lines across those grey buckets

@@ -14,14 +14,14 @@ from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch, Rectangle
+from matplotlib.patches import Patch
 
 from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, percentile_bounds, resample_means
 from pipeline.reports.colours import BEYOND_COLOUR, BUCKET_COLOURS, NOT_RETRIEVED_COLOUR
 from pipeline.reports.html import PngCanvas
+from pipeline.reports.rank_buckets import has_beyond, rank_bucket_codes, rank_bucket_labels
 
-# Above this many questions the rank heat map shows rank buckets per system instead of one row per question.
-HEATMAP_MAX_ROWS = 50
+
 def new_figure(width: float, height: float) -> Figure:
     """A Figure with its own Agg canvas (no pyplot state), laid out so labels are never clipped."""
     fig = Figure(figsize=(width, height), layout="constrained")
@@ -63,67 +63,15 @@ def means_bars(summary: pd.DataFrame, title: str = "Mean score per metric, 95% b
     return fig
 
 
-def rank_bucket_labels(cutoff: int = 3, late_limit: int = 10, beyond: bool = False) -> list[str]:
-    """Bucket names, best first: "1", "2–3", "4–10", "11+", ("beyond depth",) "not retrieved" (cutoff 3, limit 10).
-
-    With ``beyond``, a question whose ranking was full to its depth without a relevant document ("beyond depth N" in
-    the diagnosis: one may lie deeper) is told apart from one whose ranking ended early (not retrieved)."""
-    labels = ["1"]
-    if cutoff > 1:
-        labels.append(f"2–{cutoff}" if cutoff > 2 else "2")
-    if late_limit > cutoff:
-        labels.append(f"{cutoff + 1}–{late_limit}" if late_limit > cutoff + 1 else str(late_limit))
-    labels += [f"{late_limit + 1}+", *(["beyond depth"] if beyond else []), "not retrieved"]
-    return labels
-
-
-def _has_beyond(beyond: pd.DataFrame | None) -> bool:
-    return beyond is not None and bool(beyond.notna().to_numpy().any())
-
-
-def rank_bucket_codes(ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10,
-                      beyond: pd.DataFrame | None = None) -> np.ndarray:
-    """Each cell's bucket index into :func:`rank_bucket_labels` (0 = rank 1 ... last = not retrieved); ``beyond``
-    (questions x systems, the depth or <NA>, aligned with ``ranks``) fills the "beyond depth" bucket."""
-    values = ranks.to_numpy(dtype=float, na_value=np.nan)
-    edges = [1.0] + ([float(cutoff)] if cutoff > 1 else []) + ([float(late_limit)] if late_limit > cutoff else [])
-    codes = np.searchsorted(np.array(edges), values, side="left")
-    missing = (values <= 0) | np.isnan(values)
-    if not _has_beyond(beyond):
-        return np.where(missing, len(edges) + 1, codes)
-    deep = beyond.reindex(index=ranks.index, columns=ranks.columns).notna().to_numpy()
-    return np.where(missing & deep, len(edges) + 1, np.where(missing, len(edges) + 2, codes))
-
-
-def rank_buckets(ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10,
-                 beyond: pd.DataFrame | None = None) -> pd.DataFrame:
-    """How many questions each system puts in each rank bucket (buckets x systems)."""
-    labels = rank_bucket_labels(cutoff, late_limit, _has_beyond(beyond))
-    codes = rank_bucket_codes(ranks, cutoff, late_limit, beyond)
-    counts = np.stack([np.bincount(codes[:, j], minlength=len(labels)) for j in range(codes.shape[1])], axis=1)
-    return pd.DataFrame(counts, index=pd.Index(labels, name="rank of first relevant"), columns=ranks.columns)
-
-
-def first_relevant_heatmap(
-    ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10, max_rows: int = HEATMAP_MAX_ROWS,
-    beyond: pd.DataFrame | None = None,
-) -> Figure:
-    """Rank of the first relevant document, questions x systems (0 or NaN = not retrieved, drawn in grey; with
-    ``beyond``, a ranking full to its depth without a relevant document in a lighter grey, ">N").
-
-    Up to ``max_rows`` questions: one annotated cell per question and system. Beyond, one row per rank
-    bucket and the share of questions in it, so 1,000 questions stay as readable as 14.
-    """
+def first_relevant_heatmap(ranks: pd.DataFrame, cutoff: int = 3, late_limit: int = 10,
+                           beyond: pd.DataFrame | None = None) -> Figure:
+    """Rank of the first relevant document, questions x systems, one annotated cell per question and system (0 or NaN
+    = not retrieved, drawn in grey; with ``beyond``, a ranking full to its depth without a relevant document in a
+    lighter grey, ">N"). For a few dozen questions: more are counted per rank bucket
+    (:func:`pipeline.reports.rank_buckets.bucket_heatmap_png`)."""
     if ranks.shape[1] == 0:
         raise ValueError("the heat map needs at least one system")
-    if len(ranks) <= max_rows:
-        return _heatmap_per_question(ranks, cutoff, late_limit, beyond)
-    return _heatmap_buckets(ranks, cutoff, late_limit, beyond)
-
-
-def _heatmap_per_question(ranks: pd.DataFrame, cutoff: int, late_limit: int,
-                          beyond: pd.DataFrame | None = None) -> Figure:
-    deep = _has_beyond(beyond)
+    deep = has_beyond(beyond)
     labels = rank_bucket_labels(cutoff, late_limit, deep)
     codes = rank_bucket_codes(ranks, cutoff, late_limit, beyond)
     colours = [*BUCKET_COLOURS[: len(labels) - 1 - deep], *([BEYOND_COLOUR] if deep else []), NOT_RETRIEVED_COLOUR]
@@ -152,36 +100,6 @@ def _heatmap_per_question(ranks: pd.DataFrame, cutoff: int, late_limit: int,
     _title(ax, f"Rank of the first relevant document ({len(ranks)} questions; – = not retrieved{more})")
     ax.legend(handles=[Patch(color=c, label=lab) for c, lab in zip(colours, labels)], title="rank (position)",
               loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
-    return fig
-
-
-def _heatmap_buckets(ranks: pd.DataFrame, cutoff: int, late_limit: int,
-                     beyond: pd.DataFrame | None = None) -> Figure:
-    counts = rank_buckets(ranks, cutoff, late_limit, beyond)
-    share = counts.to_numpy(float) / len(ranks)
-    first_missing = len(counts) - 1 - _has_beyond(beyond)  # the grey rows: (beyond depth and) not retrieved
-    fig = new_figure(4.0 + 1.2 * ranks.shape[1], 1.8 + 0.55 * len(counts))
-    ax = fig.add_subplot()
-    is_missing_row = np.broadcast_to(np.arange(len(counts))[:, None] >= first_missing, share.shape)
-    ranked = np.ma.masked_array(share, mask=is_missing_row)
-    missing = np.ma.masked_array(share, mask=~is_missing_row)
-    image = ax.imshow(ranked, cmap="Blues", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
-    ax.imshow(missing, cmap="Greys", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
-    for (i, j), n in np.ndenumerate(counts.to_numpy()):
-        ax.text(j, i, f"{n}\n({share[i, j]:.0%})", ha="center", va="center", fontsize=8,
-                color="white" if share[i, j] > 0.55 else "black", in_layout=False)
-    ax.axhline(first_missing - 0.5, color="black", linewidth=1.5)
-    ax.add_patch(Rectangle((-0.5, first_missing - 0.5), ranks.shape[1], len(counts) - first_missing, fill=False,
-                           hatch="//", edgecolor="#9a9a9a", linewidth=0))
-    ax.set_xticks(range(ranks.shape[1]), [str(c) for c in ranks.columns], rotation=30, ha="right")
-    ax.set_yticks(range(len(counts)), list(counts.index))
-    ax.set_xlabel("system")
-    ax.set_ylabel("rank of first relevant document (position)")
-    grey = "hatched grey rows = beyond depth, not retrieved" if _has_beyond(beyond) else \
-        "hatched grey row = not retrieved"
-    _title(ax, f"Rank of the first relevant document\n{len(ranks)} questions counted per rank bucket "
-                 f"({grey})", fontsize="medium")
-    fig.colorbar(image, ax=ax, label="share of questions (0–1)")
     return fig
 
 

@@ -29,7 +29,7 @@ from pipeline.reports.html import (
     render_html,
     table_html,
 )
-from pipeline.reports.plots import rank_buckets
+from pipeline.reports.rank_buckets import rank_buckets
 from pipeline.reports.tables import grid_table, letters, means_table, pairs_table, to_html
 from pipeline.reports.text import NEEDED_FOR, RANK_LEGEND, judged_warning, power_text, rank_label, verdict_text
 

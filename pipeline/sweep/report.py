@@ -38,8 +38,9 @@ from pipeline.common.names import (
 from pipeline.common.redact import redact_text
 from pipeline.config.build import MetricPlan
 from pipeline.config.plan import diagnosis_settings
-from pipeline.reports.html import Drawing, save_figures, write_report
+from pipeline.reports.html import DPI, Drawing, save_figures, write_report
 from pipeline.reports.plots import Figure, first_relevant_heatmap, means_bars, paired_bootstrap, response_plot
+from pipeline.reports.rank_buckets import HEATMAP_MAX_ROWS, bucket_heatmap_png
 from pipeline.reports.sweep_page import DIAGNOSIS_COLUMNS, PageFiles, failing, sweep_page
 from pipeline.reports.tables import grid_axes, grid_frame, summary_tables, to_latex, to_markdown
 from pipeline.tracking.runs import Tracker
@@ -106,8 +107,7 @@ def uncompared_figures(summary: SweepSummary, plan: MetricPlan, settings: Diagno
         ranks = summary.first_rank[reps].rename(columns=summary.label)
         beyond = summary.beyond[reps].rename(columns=summary.label)
         figures.append(SweepFigure(HEATMAP_STEM, "Rank of the first relevant document, per question",
-                                   make(first_relevant_heatmap, ranks, settings.cutoff, settings.late_limit,
-                                        beyond=beyond)))
+                                   make(rank_heatmap, ranks, settings.cutoff, settings.late_limit, beyond)))
     primary = plan.primary.name
     scores = per_question_scores(summary, primary)
     if scores.shape[1] >= 2 and len(scores):
@@ -115,6 +115,14 @@ def uncompared_figures(summary: SweepSummary, plan: MetricPlan, settings: Diagno
                                    make(paired_bootstrap, scores, primary, resamples=plan.resamples,
                                         seed=plan.seed, confidence=plan.confidence)))
     return figures
+
+
+def rank_heatmap(ranks: pd.DataFrame, cutoff: int, late_limit: int, beyond: pd.DataFrame | None) -> Figure | bytes:
+    """The first-relevant heat map: one row per question up to :data:`HEATMAP_MAX_ROWS` questions (a figure), else
+    one row per rank bucket (its PNG, drawn with PIL: matplotlib took 0.25-0.35 s for it)."""
+    if len(ranks) <= HEATMAP_MAX_ROWS:
+        return first_relevant_heatmap(ranks, cutoff, late_limit, beyond)
+    return bucket_heatmap_png(ranks, cutoff, late_limit, DPI, beyond)
 
 
 def compared_figures(summary: SweepSummary, plan: MetricPlan) -> list[SweepFigure]:

@@ -14,6 +14,7 @@ from metrics.bootstrap import paired_difference
 from metrics.evaluation import evaluate
 from pipeline.reports import plots
 from pipeline.reports.html import figure_png
+from pipeline.reports.rank_buckets import rank_bucket_labels
 from retrievers import BM25, LSA
 
 
@@ -122,14 +123,6 @@ def test_means_bars_rejects_a_table_without_intervals():
         plots.means_bars(SUMMARY.drop(columns=["ci_low"]))
 
 
-def test_rank_buckets_split_at_the_cutoff_and_ten():
-    ranks = pd.DataFrame({"a": [1, 2, 3, 4, 10, 11, 0], "b": [1, 1, 1, 1, 1, 1, 1]})
-    assert plots.rank_bucket_labels() == ["1", "2–3", "4–10", "11+", "not retrieved"]
-    counts = plots.rank_buckets(ranks)
-    assert counts["a"].tolist() == [1, 2, 2, 1, 1]
-    assert counts["b"].tolist() == [7, 0, 0, 0, 0]
-
-
 def test_heatmap_of_the_help_desk_ranks_marks_not_retrieved_distinctly():
     # SPEC.md's table of first relevant ranks (0 = not retrieved)
     ranks = pd.DataFrame({s: [1] * 14 for s in ("BM25", "LSA", "weighted", "RRF")},
@@ -144,7 +137,7 @@ def test_heatmap_of_the_help_desk_ranks_marks_not_retrieved_distinctly():
     assert ax.get_legend().get_title().get_text() == "rank (position)"
     image = np.asarray(ax.images[0].get_array())
     assert image.shape == (14, 4)
-    not_retrieved = len(plots.rank_bucket_labels()) - 1
+    not_retrieved = len(rank_bucket_labels()) - 1
     assert (image == not_retrieved).sum() == 7 and image[1].tolist() == [not_retrieved] * 4
     assert image[9].tolist() == [not_retrieved, 3, not_retrieved, not_retrieved]
     assert [t.get_text() for t in ax.get_yticklabels()] == list(ranks.index)
@@ -152,20 +145,6 @@ def test_heatmap_of_the_help_desk_ranks_marks_not_retrieved_distinctly():
     cell_texts = [t.get_text() for t in ax.texts]
     assert cell_texts.count("–") == 7 and "13" in cell_texts
     assert [t.get_text() for t in ax.get_legend().get_texts()][-1] == "not retrieved"
-
-
-def test_a_300_question_heat_map_renders_as_rank_buckets():
-    rng = np.random.default_rng(7)
-    ranks = pd.DataFrame({s: np.where(rng.random(300) < 0.1, 0, rng.integers(1, 30, 300)) for s in ("x", "y")},
-                         index=[f"q{i:03d}" for i in range(300)])
-    fig = plots.first_relevant_heatmap(ranks)
-    pixels = assert_readable(fig)
-    assert pixels.shape[0] < 1200  # a few bucket rows, not 300 unreadable ones
-    ax = fig.axes[0]
-    counts = np.ma.filled(ax.images[0].get_array(), 0) + np.ma.filled(ax.images[1].get_array(), 0)
-    assert counts.shape == (5, 2) and counts.sum(axis=0) == pytest.approx([1.0, 1.0])
-    assert counts[-1] == pytest.approx([(ranks[s] == 0).mean() for s in ("x", "y")])
-    assert "300 questions" in ax.get_title()
 
 
 def test_paired_bootstrap_draws_the_spec_interval_and_zero(ndcg):
@@ -192,14 +171,10 @@ def test_the_paired_plot_defaults_to_the_two_best_systems():
         plots.best_pair(scores[["low"]])
 
 
-def test_a_ranking_full_to_its_depth_is_bucketed_apart_from_one_that_ended():
+def test_a_ranking_full_to_its_depth_is_marked_beyond_it_in_the_per_question_heat_map():
     ranks = pd.DataFrame({"a": [1, np.nan, np.nan, 4], "b": [np.nan, 2, np.nan, 11]}, index=["q1", "q2", "q3", "q4"])
     beyond = pd.DataFrame({"a": [pd.NA, 100, pd.NA, pd.NA], "b": [10, pd.NA, pd.NA, pd.NA]}, index=ranks.index,
                           dtype="Int64")
-    counts = plots.rank_buckets(ranks, beyond=beyond)
-    assert list(counts.index) == ["1", "2–3", "4–10", "11+", "beyond depth", "not retrieved"]
-    assert counts["a"].tolist() == [1, 0, 1, 0, 1, 1] and counts["b"].tolist() == [0, 1, 0, 1, 1, 1]
-    assert list(plots.rank_buckets(ranks).index)[-1] == "not retrieved" and len(plots.rank_buckets(ranks)) == 5
     fig = plots.first_relevant_heatmap(ranks, beyond=beyond)
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert texts.count(">100") == 1 and texts.count(">10") == 1 and texts.count("–") == 2
@@ -228,7 +203,6 @@ def every_plot(ndcg) -> dict:
     return {
         "means": lambda: plots.means_bars(SUMMARY),
         "heat map": lambda: plots.first_relevant_heatmap(ranks),
-        "buckets": lambda: plots.first_relevant_heatmap(pd.concat([ranks] * 20, ignore_index=True)),
         "paired": lambda: plots.paired_bootstrap(ndcg, "ndcg@5", pair=("BM25", "LSA")),
         "grid": lambda: plots.response_plot(grid, "k1", "b", "ndcg@10"),
     }

@@ -73,6 +73,19 @@ def test_one_system_has_no_pair_and_different_data_no_per_question_plots():
     assert [f.stem for f in sweep_figures(summary_of(A, other), PLAN, SETTINGS)] == ["metric_means"]
 
 
+def test_the_heat_map_has_a_row_per_question_up_to_fifty_then_a_row_per_rank_bucket():
+    from matplotlib.figure import Figure
+
+    from pipeline.reports.rank_buckets import HEATMAP_MAX_ROWS
+    from pipeline.sweep.report import rank_heatmap
+
+    ranks = pd.DataFrame({"A": np.arange(HEATMAP_MAX_ROWS + 1) % 12, "B": 1})
+    per_question = rank_heatmap(ranks.iloc[:HEATMAP_MAX_ROWS], 3, 10, None)
+    assert isinstance(per_question, Figure) and per_question.axes[0].images[0].get_array().shape == (50, 2)
+    buckets = rank_heatmap(ranks, 3, 10, None)
+    assert isinstance(buckets, bytes) and buckets.startswith(b"\x89PNG")  # drawn with PIL, handed over as its PNG
+
+
 def test_long_means_pairs_every_system_and_shown_metric_with_its_bounds():
     frame = long_means(summary_of(A, B))
     assert list(frame["system"]) == ["A", "A", "B", "B"] and list(frame["metric"]) == ["hit_rate@5", "ndcg@5"] * 2
