@@ -10,11 +10,13 @@ the middle), and :class:`Canvas` keeps each text's box: the tests check that non
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import io
+import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -116,6 +118,7 @@ class Canvas:
     margins: Mapping[str, float]
     boxes: list[tuple[str, tuple[int, int, int, int]]] = field(default_factory=list)  # each text and its box
     area: Axes | None = None  # the axes, once made
+    slanted: set[str] = field(default_factory=set)  # the texts set slanted
 
     def __post_init__(self) -> None:
         from PIL import Image, ImageDraw
@@ -169,11 +172,14 @@ class Canvas:
         font = _font(pixels)
         return shortened_to(text, room, font), font
 
-    def vertical_text(self, centre: tuple[float, float], text: str, points: float = TEXT_PT) -> None:
-        """``text`` turned a quarter left (read bottom to top), centred on ``centre``."""
+    def vertical_text(self, centre: tuple[float, float], text: str, points: float = TEXT_PT,
+                      room: float | None = None) -> None:
+        """``text`` turned a quarter left (read bottom to top), centred on ``centre``; shortened in the middle to
+        ``room`` pixels (the image's height by default)."""
         from PIL import Image, ImageDraw
 
         font = self.font(points)
+        text = shortened_to(text, (self.height if room is None else room) - 4, font)
         left, top, right, bottom = font.getbbox(text)
         mask = Image.new("L", (right - left + 2, bottom - top + 2), 0)
         ImageDraw.Draw(mask).text((1 - left, 1 - top), text, font=font, fill=255)
@@ -181,6 +187,20 @@ class Canvas:
         x, y = round(centre[0] - mask.width / 2), round(centre[1] - mask.height / 2)
         self.image.paste(INK, (x, y, x + mask.width, y + mask.height), mask)
         self.boxes.append((text, (x, y, x + mask.width, y + mask.height)))
+
+    def vertical_room(self, centre_x: float, centre_y: float, thickness: float) -> float:
+        """How tall a text read bottom to top, centred on (``centre_x``, ``centre_y``) and ``thickness`` wide, can be
+        without leaving the image or touching a text drawn already."""
+        above, below = 0.0, float(self.height)
+        for text, (x0, y0, x1, y1) in self.boxes:
+            if text in self.slanted:  # its box is mostly empty corners
+                continue
+            if x0 < centre_x + thickness / 2 + 1 and x1 > centre_x - thickness / 2 - 1:
+                if y1 <= centre_y:
+                    above = max(above, y1)
+                elif y0 >= centre_y:
+                    below = min(below, y0)
+        return 2 * min(centre_y - above, below - centre_y)
 
     def slanted_text(self, corner: tuple[float, float], text: str, degrees: float, points: float = TEXT_PT) -> None:
         """``text`` turned ``degrees`` left (rising to the right), its turned box's top right corner at ``corner``:
@@ -195,12 +215,70 @@ class Canvas:
         x, y = round(corner[0] - mask.width), round(corner[1])
         self.image.paste(INK, (x, y, x + mask.width, y + mask.height), mask)
         self.boxes.append((text, (x, y, x + mask.width, y + mask.height)))
+        self.slanted.add(text)
 
     def png(self) -> bytes:
         """The image as PNG (deflated fast: these are small, flat images)."""
         buffer = io.BytesIO()
         self.image.save(buffer, format="png", compress_level=1, dpi=(self.dpi, self.dpi))
         return buffer.getvalue()
+
+
+SMOOTH = 3  # a layer is drawn this many times larger, then scaled down: smooth edges, as matplotlib's
+
+
+class Layer:
+    """The inside of an :class:`Axes`, drawn :data:`SMOOTH` times larger (lines, bands, dots), then scaled down into
+    it: PIL draws no smooth edges itself."""
+
+    def __init__(self, axes: Axes) -> None:
+        from PIL import Image, ImageDraw
+
+        self.axes = axes
+        self.image = axes.canvas.image.crop(axes.box).resize((axes.width * SMOOTH, axes.height * SMOOTH),
+                                                             Image.Resampling.NEAREST)
+        self.draw = ImageDraw.Draw(self.image)
+
+    def px(self, points: float) -> float:
+        return self.axes.canvas.px(points) * SMOOTH
+
+    def xy(self, xs: np.ndarray, ys: np.ndarray) -> list[tuple[float, float]]:
+        left, top = self.axes.box[:2]
+        centre = (SMOOTH - 1) / 2  # pixel u of the axes is the layer's pixels SMOOTH * u ... SMOOTH * u + SMOOTH - 1
+        return [((self.axes.x(float(x)) - left) * SMOOTH + centre, (self.axes.y(float(y)) - top) * SMOOTH + centre)
+                for x, y in zip(xs, ys)]
+
+    def line(self, xs: np.ndarray, ys: np.ndarray, colour: object, points: float, dotted: bool = False) -> None:
+        """A line through the points, ``points`` wide; ``dotted`` as matplotlib's ``":"`` (dots 1, gaps 1.65 line
+        widths long)."""
+        path = self.xy(xs, ys)
+        width = max(1, round(self.px(points)))
+        if not dotted:
+            self.draw.line(path, fill=colour, width=width, joint="curve")
+            return
+        on, off = self.px(points) * 1.0, self.px(points) * 1.65
+        for (x0, y0), (x1, y1) in itertools.pairwise(path):
+            length = math.hypot(x1 - x0, y1 - y0)
+            start = 0.0
+            while start < length:
+                end = min(start + on, length)
+                a, b = start / length, end / length
+                self.draw.line((x0 + a * (x1 - x0), y0 + a * (y1 - y0), x0 + b * (x1 - x0), y0 + b * (y1 - y0)),
+                               fill=colour, width=width)
+                start += on + off
+
+    def dots(self, xs: np.ndarray, ys: np.ndarray, colour: object, diameter_pt: float) -> None:
+        r = self.px(diameter_pt) / 2
+        for x, y in self.xy(xs, ys):
+            self.draw.ellipse((x - r, y - r, x + r, y + r), fill=colour)
+
+    def rings(self, xs: np.ndarray, ys: np.ndarray, colour: object, diameter_pt: float, edge_pt: float) -> None:
+        r = self.px(diameter_pt) / 2
+        for x, y in self.xy(xs, ys):
+            self.draw.ellipse((x - r, y - r, x + r, y + r), outline=colour, width=max(1, round(self.px(edge_pt))))
+
+    def close(self) -> None:
+        self.axes.canvas.image.paste(self.image.reduce(SMOOTH), self.axes.box[:2])
 
 
 @dataclass
@@ -287,6 +365,67 @@ class Axes:
         width = max(1, round(self.canvas.px(points)))
         self.canvas.draw.line((self.box[0], y, self.box[2], y), fill=colour, width=width)
 
+    def band(self, xs: np.ndarray, lows: np.ndarray, highs: np.ndarray, colour: object, alpha: float) -> None:
+        """The area between ``lows`` and ``highs`` along ``xs``, ``colour`` laid over what is there at ``alpha``
+        (at size: an edge this faint shows no steps)."""
+        from PIL import Image, ImageDraw
+
+        if len(xs) < 2:
+            return
+        outline = [(self.x(float(x)), self.y(float(y))) for x, y in zip(xs, lows)] + [
+            (self.x(float(x)), self.y(float(y))) for x, y in zip(xs[::-1], highs[::-1])]
+        left, top = (max(0, math.floor(min(p[i] for p in outline))) for i in (0, 1))
+        right, bottom = (math.ceil(max(p[i] for p in outline)) + 1 for i in (0, 1))
+        if right <= left or bottom <= top:
+            return
+        mask = Image.new("L", (right - left, bottom - top), 0)
+        ImageDraw.Draw(mask).polygon([(x - left, y - top) for x, y in outline], fill=round(255 * alpha))
+        self.canvas.image.paste(colour, (left, top, right, bottom), mask)
+
+    def grid(self, xs: Sequence[float], ys: Sequence[float], colour: object) -> None:
+        """Thin lines across the axes at each x and y value (one pixel, as matplotlib's 0.8 points draw)."""
+        left, top, right, bottom = self.box
+        for x in xs:
+            self.canvas.draw.line((round(self.x(x)), top, round(self.x(x)), bottom), fill=colour)
+        for y in ys:
+            self.canvas.draw.line((left, round(self.y(y)), right, round(self.y(y))), fill=colour)
+
+    @contextlib.contextmanager
+    def layer(self) -> Iterator[Layer]:
+        """Draw inside the axes (white) on a :class:`Layer`; it is laid in when the block ends."""
+        layer = Layer(self)
+        yield layer
+        layer.close()
+
+    def legend_right(self, entries: Sequence[tuple[str, object, str]], line_pt: float, marker_pt: float,
+                     ring_pt: float, ring_edge_pt: float) -> None:
+        """A framed legend right of the axes, its top at theirs: each entry's label with its sample, ``"line"`` (a
+        line with a dot in its middle) or ``"ring"``; in "small" text, spaced as matplotlib's defaults space it."""
+        c = self.canvas
+        font = c.font(SMALL_PT)
+        size = c.px(SMALL_PT)
+        pad, sample, gap, spacing = 0.4 * size, 2.0 * size, 0.8 * size, 0.5 * size
+        width = pad + sample + gap + max(font.getlength(label) for label, _, _ in entries) + pad
+        row = size * 1.2
+        height = 2 * pad + len(entries) * row + (len(entries) - 1) * spacing
+        left = self.box[2] + round(0.01 * self.width) + round(0.5 * size)
+        top = self.box[1]
+        box = (round(left), round(top), round(left + width), round(top + height))
+        c.draw.rounded_rectangle(box, radius=max(1, round(c.px(0.2 * SMALL_PT))), fill=WHITE, outline=(204, 204, 204))
+        samples = Axes(c, box, (box[0], box[2]), (box[3], box[1]))  # pixels as data, top down
+        with samples.layer() as layer:
+            for number, (_, colour, kind) in enumerate(entries):
+                middle = np.array([top + pad + number * (row + spacing) + row / 2])
+                centre = np.array([left + pad + sample / 2])
+                if kind == "ring":
+                    layer.rings(centre, middle, colour, ring_pt, ring_edge_pt)
+                else:
+                    layer.line(np.array([left + pad, left + pad + sample]), np.repeat(middle, 2), colour, line_pt)
+                    layer.dots(centre, middle, colour, marker_pt)
+        for number, (label, _, _) in enumerate(entries):
+            middle = top + pad + number * (row + spacing) + row / 2
+            c.text((left + pad + sample + gap, middle), label, "lm", SMALL_PT)
+
     def frame(self) -> None:
         self.canvas.draw.rectangle(self.box, outline=FRAME, width=1)
 
@@ -342,8 +481,9 @@ class Axes:
         """An axis label right of the tick labels there, read bottom to top (a colour bar's)."""
         c = self.canvas
         height = c.font().getbbox(text)[3]
-        centre_x = self.box[2] + self.right_extent + c.px(LABEL_PAD_PT) + height / 2
-        c.vertical_text((min(c.width - height / 2 - 1, centre_x), (self.box[1] + self.box[3]) / 2), text)
+        centre_x = min(c.width - height / 2 - 1, self.box[2] + self.right_extent + c.px(LABEL_PAD_PT) + height / 2)
+        centre = (self.box[1] + self.box[3]) / 2
+        c.vertical_text((centre_x, centre), text, room=c.vertical_room(centre_x, centre, height))
 
     def y_categories(self, labels: Sequence[str], at: Sequence[float] | None = None) -> None:
         """Ticks and their labels left of the axes, at ``at`` (rows 0, 1 ... by default)."""
@@ -363,10 +503,13 @@ class Axes:
                fit=True)
 
     def y_label(self, text: str) -> None:
+        """The axis label left of the tick labels, read bottom to top, centred on the axes; shortened only where it
+        would reach the image's edge or a text drawn before it (the title)."""
         c = self.canvas
         height = c.font().getbbox(text)[3]
-        centre_x = self.box[0] - self.left_extent - c.px(LABEL_PAD_PT) - height / 2
-        c.vertical_text((max(height / 2 + 1, centre_x), (self.box[1] + self.box[3]) / 2), text)
+        centre_x = max(height / 2 + 1, self.box[0] - self.left_extent - c.px(LABEL_PAD_PT) - height / 2)
+        centre = (self.box[1] + self.box[3]) / 2
+        c.vertical_text((centre_x, centre), text, room=c.vertical_room(centre_x, centre, height))
 
     def title(self, lines: Sequence[str]) -> None:
         """Lines centred over the axes, the last one ``TITLE_PAD_PT`` above them."""

@@ -213,12 +213,15 @@ def figure_filename(name: str) -> str:
     return stem if stem.endswith(".png") else stem + ".png"
 
 
-def save_figures(figures: Mapping[str, Figure], directory: str | Path, dpi: int = DPI) -> list[Path]:
-    """Write each figure as ``<directory>/<name>.png`` (directory created); returns the paths in order."""
+def save_figures(figures: Mapping[str, Figure | bytes], directory: str | Path, dpi: int = DPI) -> list[Path]:
+    """Write each figure (or PNG drawn already) as ``<directory>/<name>.png`` (directory created); returns the paths
+    in order."""
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, png in zip(figures, render_pngs(list(figures.values()), dpi)):
+    drawn = iter(render_pngs([f for f in figures.values() if not isinstance(f, bytes)], dpi))
+    for name, figure in figures.items():
+        png = figure if isinstance(figure, bytes) else next(drawn)
         path = folder / figure_filename(name)
         path.write_bytes(png)
         paths.append(path)

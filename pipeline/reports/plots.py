@@ -1,5 +1,7 @@
-"""Plots of a sweep, as matplotlib Figures drawn from plain pandas inputs (a run's own two plots are
-:mod:`pipeline.reports.run_plots`'s).
+"""Plots of a sweep, as matplotlib Figures drawn from plain pandas inputs: the means with their intervals, the
+per-question heat map of a few dozen questions, the paired bootstrap. A run's own two plots, the rank-bucket heat map
+of more questions and a grid's response are drawn with PIL (:mod:`pipeline.reports.run_plots`,
+:mod:`pipeline.reports.rank_buckets`, :mod:`pipeline.reports.response_plot`).
 
 Headless by construction: every figure is a ``matplotlib.figure.Figure`` on its own Agg canvas, never a
 pyplot figure, so nothing depends on (or changes) the process-wide backend and nothing needs closing.
@@ -145,35 +147,6 @@ def paired_bootstrap(
                  f"{confidence:.0%} interval {verdict}")
     ax.set_xlabel(f"mean per-question difference in {metric} (score points, 0–1 scale)")
     ax.set_ylabel("resamples (count)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
-    return fig
-
-
-def response_plot(grid: pd.DataFrame, x: str, hue: str, metric: str, confidence: float = DEFAULT_CONFIDENCE) -> Figure:
-    """A grid sweep's response: the metric's mean against ``x``, one line per value of ``hue``, each with its
-    bootstrap interval as a band; the top system and those tied with it ringed.
-
-    ``grid`` has one row per system: columns ``x``, ``hue``, ``mean``, ``ci_low``, ``ci_high`` and ``top`` (bool).
-    """
-    _require(grid, (x, hue, "mean", "ci_low", "ci_high", "top"), "grid")
-    values = sorted(grid[hue].unique())
-    colours = _palette(len(values))
-    fig = new_figure(9.5, 4.8)
-    ax = fig.add_subplot()
-    for colour, value in zip(colours, values):
-        line = grid[grid[hue] == value].sort_values(x)
-        ax.fill_between(line[x], line["ci_low"], line["ci_high"], color=colour, alpha=0.1, linewidth=0)
-        ax.plot(line[x], line["ci_low"], line[x], line["ci_high"], color=colour, linewidth=0.8, linestyle=":")
-        ax.plot(line[x], line["mean"], marker="o", color=colour, label=f"{hue} = {value:g}")
-    top = grid[grid["top"]]
-    if len(top):
-        ax.scatter(top[x], top["mean"], s=160, facecolors="none", edgecolors="black", linewidths=1.3, zorder=3,
-                   label="top, or tied with it")
-    ax.set_xticks(sorted(grid[x].unique()))
-    ax.set_xlabel(f"{x} (swept value)")
-    ax.set_ylabel(f"{metric}, mean over questions (0–1)")
-    _title(ax, f"{metric} across the grid {x} × {hue}\nbands: each system's {confidence:.0%} bootstrap interval")
-    ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     return fig
 

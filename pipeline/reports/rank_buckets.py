@@ -123,10 +123,10 @@ def bucket_heatmap(ranks: pd.DataFrame, cutoff: int, late_limit: int, dpi: int,
     axes.x_slanted(list(range(columns)), names, SLANT_DEGREES)
     axes.y_categories(list(counts.index))
     axes.x_label("system")
-    axes.y_label("rank of first relevant document (position)")
     grey = "hatched grey rows = beyond depth, not retrieved" if deep else "hatched grey row = not retrieved"
     axes.title(["Rank of the first relevant document",
                 f"{len(ranks)} questions counted per rank bucket ({grey})"])
+    axes.y_label("rank of first relevant document (position)")
     bar = axes.colour_bar(colours_of(BLUES, np.linspace(0.0, 1.0, 256)), BAR_GAP_PT,
                           bar_thickness(canvas.height, dpi))
     ticks = nice_ticks(0.0, 1.0, canvas.tick_space(bar.height, "y"), steps=AUTO_STEPS)

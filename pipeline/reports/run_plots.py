@@ -55,8 +55,8 @@ def metric_histogram(values: Sequence[float], metric: str, system: str, dpi: int
     ticks = nice_ticks(0.0, top, 10, integer=True)
     axes.y_categories(count_labels(ticks), ticks)
     axes.x_label(f"{metric} of a question (score, 0–1)")
-    axes.y_label("questions (count)")
     axes.title([f"{metric} per question ({len(data)} questions)", f"system: {system}"])
+    axes.y_label("questions (count)")
     if len(data):
         mean = float(data.mean())
         axes.v_line(mean, MEAN_COLOUR, 1.5)
@@ -81,9 +81,9 @@ def failure_bars(counts: Mapping[str, int], system: str, questions: int | None, 
     axes.x_ticks(ticks, count_labels(ticks))
     axes.y_categories([LABELS[c] for c in CLASSES])
     axes.x_label("questions (count)")
-    axes.y_label("failure class (causes, then where)")
     scope = f" of {questions}" if questions is not None else ""
     axes.title([f"Questions{scope} per failure class", f"system: {system}"])
+    axes.y_label("failure class (causes, then where)")
     return canvas
 
 

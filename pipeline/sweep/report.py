@@ -39,8 +39,9 @@ from pipeline.common.redact import redact_text
 from pipeline.config.build import MetricPlan
 from pipeline.config.plan import diagnosis_settings
 from pipeline.reports.html import DPI, Drawing, save_figures, write_report
-from pipeline.reports.plots import Figure, first_relevant_heatmap, means_bars, paired_bootstrap, response_plot
+from pipeline.reports.plots import Figure, first_relevant_heatmap, means_bars, paired_bootstrap
 from pipeline.reports.rank_buckets import HEATMAP_MAX_ROWS, bucket_heatmap_png
+from pipeline.reports.response_plot import response_png
 from pipeline.reports.sweep_page import DIAGNOSIS_COLUMNS, PageFiles, failing, sweep_page
 from pipeline.reports.tables import grid_axes, grid_frame, summary_tables, to_latex, to_markdown
 from pipeline.tracking.runs import Tracker
@@ -135,7 +136,7 @@ def compared_figures(summary: SweepSummary, plan: MetricPlan) -> list[SweepFigur
     x, hue = grid_axes(summary)
     primary = plan.primary.name
     return [SweepFigure("grid_response", f"{primary} across the grid {x} x {hue}",
-                        response_plot(grid, x, hue, primary, plan.confidence))]
+                        response_png(grid, x, hue, primary, plan.confidence, DPI))]
 
 
 

@@ -301,7 +301,7 @@ def matplotlibs_png(fig) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("name", ["means", "heat map", "paired", "grid"])
+@pytest.mark.parametrize("name", ["means", "heat map", "paired"])
 def test_a_figure_is_written_as_the_pixels_matplotlib_writes_in_rgb(name):
     """Every figure rankscope draws is opaque: its PNG holds the pixels matplotlib's own PNG of a fresh copy holds,
     as RGB (a file of about the same size), with matplotlib's text chunk and resolution."""
@@ -332,7 +332,7 @@ def test_a_figure_with_transparent_pixels_keeps_its_alpha():
     assert Image.open(io.BytesIO(png)).mode == "RGBA" and (pixels(png) == pixels(matplotlibs_png(see_through()))).all()
 
 
-@pytest.mark.parametrize("name", ["means", "heat map", "paired", "grid"])
+@pytest.mark.parametrize("name", ["means", "heat map", "paired"])
 def test_a_laid_out_figure_is_drawn_once_and_keeps_its_layout_engine(name, monkeypatch):
     """The sweep's figures use constrained layout, which ``savefig`` runs by drawing the whole figure once for
     nothing: here the engine runs alone, then one draw makes the PNG (the pixels are matplotlib's: the test above).

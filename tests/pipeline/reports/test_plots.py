@@ -181,30 +181,13 @@ def test_a_ranking_full_to_its_depth_is_marked_beyond_it_in_the_per_question_hea
     assert "beyond depth" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
 
 
-def test_the_grid_response_draws_one_line_and_band_per_value_and_rings_the_top():
-    grid = pd.DataFrame([{"k1": k1, "b": b, "mean": 0.6 + k1 / 10 + b / 20, "ci_low": 0.5, "ci_high": 0.8,
-                          "top": k1 == 1.2 and b == 0.9} for k1 in (0.6, 0.9, 1.2) for b in (0.3, 0.9)])
-    fig = plots.response_plot(grid, "k1", "b", "ndcg@10")
-    ax = fig.axes[0]
-    assert_readable(fig)
-    lines = [line for line in ax.get_lines() if line.get_label().startswith("b = ")]
-    assert [line.get_label() for line in lines] == ["b = 0.3", "b = 0.9"]
-    assert list(lines[1].get_ydata()) == pytest.approx(grid[grid.b == 0.9].sort_values("k1")["mean"].tolist())
-    assert len(ax.collections) == 3  # two bands and the ring around the top point
-    assert ax.collections[-1].get_offsets().tolist() == [[1.2, pytest.approx(0.6 + 0.12 + 0.045)]]
-    assert "95% bootstrap interval" in ax.get_title()
-
-
 def every_plot(ndcg) -> dict:
     """One of each plot, each a function making it afresh."""
     ranks = pd.DataFrame({"BM25": [1, 2, 0, 11], "LSA": [3, 1, 1, 0]}, index=["q1", "q2", "q3", "q4"])
-    grid = pd.DataFrame([{"k1": k1, "b": b, "mean": 0.5 + k1 / 10, "ci_low": 0.4, "ci_high": 0.8, "top": k1 == 1.2}
-                         for k1 in (0.6, 1.2) for b in (0.3, 0.9)])
     return {
         "means": lambda: plots.means_bars(SUMMARY),
         "heat map": lambda: plots.first_relevant_heatmap(ranks),
         "paired": lambda: plots.paired_bootstrap(ndcg, "ndcg@5", pair=("BM25", "LSA")),
-        "grid": lambda: plots.response_plot(grid, "k1", "b", "ndcg@10"),
     }
 
 
