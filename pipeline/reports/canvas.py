@@ -30,6 +30,8 @@ INK, FRAME, WHITE = (0, 0, 0), (0, 0, 0), (255, 255, 255)
 # Sizes in points (1/72 inch), as matplotlib's defaults have them: text 10, "small" 8.33; ticks 3.5 long with 3.5 of
 # padding; a title 6 above its axes, an axis label 4 beyond its tick labels.
 TEXT_PT, SMALL_PT, TICK_PT, PAD_PT, TITLE_PAD_PT, LABEL_PAD_PT = 10.0, 8.33, 3.5, 3.5, 6.0, 4.0
+LARGE_PT = 12.0  # matplotlib's axes titles
+LONGEST_LABEL_IN = 3.0  # a legend's label is shortened beyond this
 MIN_TEXT_PX = 8  # a title is set no smaller than this before it is shortened
 # Tick steps (times a power of ten): matplotlib's MaxNLocator's default, and its AutoLocator's
 LOCATOR_STEPS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
@@ -72,6 +74,32 @@ def count_labels(values: Sequence[float]) -> list[str]:
         if largest >= size:
             return ["0" if v == 0 else f"{v / divisor:.4g}{unit}" for v in values]
     return [f"{v:.0f}" for v in values]
+
+
+def legend_label(text: str, dpi: int) -> str:
+    """A legend's label, shortened in the middle beyond :data:`LONGEST_LABEL_IN` (a legend must leave its axes
+    room)."""
+    return shortened_to(text, LONGEST_LABEL_IN * dpi, font_at(SMALL_PT, dpi))
+
+
+def legend_room(keys: Sequence[Key], width_in: float, dpi: int, title: str | None = None) -> float:
+    """The room (inches) a legend of ``keys`` takes right of its axes in an image ``width_in`` wide, with the gap
+    :meth:`Axes.legend_right` leaves before it and a margin after it."""
+    size, small = SMALL_PT * dpi / 72, font_at(SMALL_PT, dpi)
+    width = size * (0.4 * 2 + 2.0 + 0.8) + max(small.getlength(key.label) for key in keys)
+    if title:
+        width = max(width, size * 0.8 + font_at(TEXT_PT, dpi).getlength(title))
+    return (width + 0.01 * width_in * dpi + size * 0.5 + 6 * dpi / 72 + 2) / dpi
+
+
+def decimal_labels(values: Sequence[float]) -> list[str]:
+    """Tick labels with as many decimals as the most precise value needs, the same for all, negatives with a true
+    minus sign (as matplotlib's ``ScalarFormatter`` writes −0.02, 0.00, 0.02)."""
+    for decimals in range(7):
+        if all(abs(round(v, decimals) - v) <= 1e-9 * max(1.0, abs(v)) for v in values):
+            break
+    return [f"{v:.{decimals}f}".replace("-", "−") if round(v, decimals) != 0 else f"{0:.{decimals}f}"
+            for v in values]
 
 
 @functools.cache
@@ -224,6 +252,34 @@ class Canvas:
         return buffer.getvalue()
 
 
+@dataclass(frozen=True)
+class Key:
+    """One entry of a legend: its label and how its sample is drawn: ``"line"`` (``width_pt`` wide, ``dashed``
+    or not, with a dot of ``dot_pt`` in its middle if given), ``"patch"`` (a filled box, its colour at ``alpha``) or
+    ``"ring"`` (``dot_pt`` across, ``width_pt`` thick)."""
+
+    label: str
+    colour: object
+    kind: str = "line"
+    width_pt: float = 1.5
+    dot_pt: float = 0.0
+    dashed: bool = False
+    alpha: float = 1.0
+
+    def draw(self, layer: Layer, left: float, right: float, middle: float, size: float) -> None:
+        ys = np.array([middle])
+        centre = np.array([(left + right) / 2])
+        if self.kind == "ring":
+            layer.rings(centre, ys, self.colour, self.dot_pt, self.width_pt)
+        elif self.kind == "patch":
+            layer.patch(left, middle - 0.35 * size, right, middle + 0.35 * size, self.colour, self.alpha)
+        else:
+            layer.line(np.array([left, right]), np.repeat(ys, 2), self.colour, self.width_pt,
+                       dashes=(3.7, 1.6) if self.dashed else None)
+            if self.dot_pt:
+                layer.dots(centre, ys, self.colour, self.dot_pt)
+
+
 SMOOTH = 3  # a layer is drawn this many times larger, then scaled down: smooth edges, as matplotlib's
 
 
@@ -248,15 +304,16 @@ class Layer:
         return [((self.axes.x(float(x)) - left) * SMOOTH + centre, (self.axes.y(float(y)) - top) * SMOOTH + centre)
                 for x, y in zip(xs, ys)]
 
-    def line(self, xs: np.ndarray, ys: np.ndarray, colour: object, points: float, dotted: bool = False) -> None:
-        """A line through the points, ``points`` wide; ``dotted`` as matplotlib's ``":"`` (dots 1, gaps 1.65 line
-        widths long)."""
+    def line(self, xs: np.ndarray, ys: np.ndarray, colour: object, points: float,
+             dashes: tuple[float, float] | None = None) -> None:
+        """A line through the points, ``points`` wide; with ``dashes`` (on, off: in line widths), broken as
+        matplotlib breaks ``":"`` (1, 1.65) and ``"--"`` (3.7, 1.6)."""
         path = self.xy(xs, ys)
         width = max(1, round(self.px(points)))
-        if not dotted:
+        if dashes is None:
             self.draw.line(path, fill=colour, width=width, joint="curve")
             return
-        on, off = self.px(points) * 1.0, self.px(points) * 1.65
+        on, off = self.px(points) * dashes[0], self.px(points) * dashes[1]
         for (x0, y0), (x1, y1) in itertools.pairwise(path):
             length = math.hypot(x1 - x0, y1 - y0)
             start = 0.0
@@ -266,6 +323,16 @@ class Layer:
                 self.draw.line((x0 + a * (x1 - x0), y0 + a * (y1 - y0), x0 + b * (x1 - x0), y0 + b * (y1 - y0)),
                                fill=colour, width=width)
                 start += on + off
+
+    def patch(self, left: float, top: float, right: float, bottom: float, colour: object, alpha: float = 1.0) -> None:
+        """A filled box given in the axes' data, ``colour`` at ``alpha`` over what is there."""
+        from PIL import Image
+
+        (x0, y0), (x1, y1) = self.xy(np.array([left, right]), np.array([top, bottom]))
+        x0, x1 = sorted((round(x0), round(x1)))
+        y0, y1 = sorted((round(y0), round(y1)))
+        if x1 > x0 and y1 > y0:
+            self.image.paste(colour, (x0, y0, x1, y1), Image.new("L", (x1 - x0, y1 - y0), round(255 * alpha)))
 
     def dots(self, xs: np.ndarray, ys: np.ndarray, colour: object, diameter_pt: float) -> None:
         r = self.px(diameter_pt) / 2
@@ -397,34 +464,71 @@ class Axes:
         yield layer
         layer.close()
 
-    def legend_right(self, entries: Sequence[tuple[str, object, str]], line_pt: float, marker_pt: float,
-                     ring_pt: float, ring_edge_pt: float) -> None:
-        """A framed legend right of the axes, its top at theirs: each entry's label with its sample, ``"line"`` (a
-        line with a dot in its middle) or ``"ring"``; in "small" text, spaced as matplotlib's defaults space it."""
+    def legend_right(self, keys: Sequence[Key], title: str | None = None) -> None:
+        """A framed legend right of the axes, its top at theirs: each key's sample and label (and a title above
+        them), in "small" text, spaced as matplotlib's defaults space it."""
         c = self.canvas
         font = c.font(SMALL_PT)
         size = c.px(SMALL_PT)
         pad, sample, gap, spacing = 0.4 * size, 2.0 * size, 0.8 * size, 0.5 * size
-        width = pad + sample + gap + max(font.getlength(label) for label, _, _ in entries) + pad
+        heading = c.px(TEXT_PT) * 1.2 + spacing if title else 0.0
+        width = pad + sample + gap + max(font.getlength(key.label) for key in keys) + pad
+        if title:
+            width = max(width, 2 * pad + c.font().getlength(title))
         row = size * 1.2
-        height = 2 * pad + len(entries) * row + (len(entries) - 1) * spacing
+        height = 2 * pad + heading + len(keys) * row + (len(keys) - 1) * spacing
         left = self.box[2] + round(0.01 * self.width) + round(0.5 * size)
         top = self.box[1]
         box = (round(left), round(top), round(left + width), round(top + height))
         c.draw.rounded_rectangle(box, radius=max(1, round(c.px(0.2 * SMALL_PT))), fill=WHITE, outline=(204, 204, 204))
+        if title:
+            c.text(((box[0] + box[2]) / 2, top + pad + c.px(TEXT_PT) * 0.6), title, "mm")
+        middles = [top + pad + heading + number * (row + spacing) + row / 2 for number in range(len(keys))]
         samples = Axes(c, box, (box[0], box[2]), (box[3], box[1]))  # pixels as data, top down
         with samples.layer() as layer:
-            for number, (_, colour, kind) in enumerate(entries):
-                middle = np.array([top + pad + number * (row + spacing) + row / 2])
-                centre = np.array([left + pad + sample / 2])
-                if kind == "ring":
-                    layer.rings(centre, middle, colour, ring_pt, ring_edge_pt)
-                else:
-                    layer.line(np.array([left + pad, left + pad + sample]), np.repeat(middle, 2), colour, line_pt)
-                    layer.dots(centre, middle, colour, marker_pt)
-        for number, (label, _, _) in enumerate(entries):
-            middle = top + pad + number * (row + spacing) + row / 2
-            c.text((left + pad + sample + gap, middle), label, "lm", SMALL_PT)
+            for key, middle in zip(keys, middles):
+                key.draw(layer, left + pad, left + pad + sample, middle, size)
+        for key, middle in zip(keys, middles):
+            c.text((left + pad + sample + gap, middle), key.label, "lm", SMALL_PT)
+
+    def bars(self, lefts: Sequence[float], rights: Sequence[float], heights: Sequence[float], colours: Sequence[object],
+             edge: object | None = None) -> None:
+        """Bars up from 0, from ``lefts`` to ``rights``, each in its colour (``edge``: an outline colour)."""
+        base = round(self.y(0.0))
+        for low, high, height, colour in zip(lefts, rights, heights, colours):
+            x0, x1 = sorted((round(self.x(low)), round(self.x(high))))
+            y0, y1 = sorted((round(self.y(height)), base))
+            self.canvas.draw.rectangle((x0, y0, x1, y1), fill=colour, outline=edge)
+
+    def error_bars(self, xs: Sequence[float], lows: Sequence[float], highs: Sequence[float], cap_pt: float,
+                   colour: object = FRAME) -> None:
+        """A vertical line from each low to its high, capped ``cap_pt`` wide at both ends."""
+        half = round(self.canvas.px(cap_pt))
+        for x, low, high in zip(xs, lows, highs):
+            px, y0, y1 = round(self.x(x)), round(self.y(low)), round(self.y(high))
+            self.canvas.draw.line((px, y0, px, y1), fill=colour, width=max(1, round(self.canvas.px(1.0))))
+            for y in (y0, y1):
+                self.canvas.draw.line((px - half, y, px + half, y), fill=colour)
+
+    def v_span(self, low: float, high: float, colour: object, alpha: float) -> None:
+        """The band from ``low`` to ``high`` along x, the axes' height, ``colour`` at ``alpha`` over what is there."""
+        from PIL import Image
+
+        x0, x1 = sorted((round(self.x(low)), round(self.x(high))))
+        x0, x1 = max(x0, self.box[0]), min(x1, self.box[2])
+        if x1 > x0:
+            self.canvas.image.paste(colour, (x0, self.box[1], x1, self.box[3]),
+                                    Image.new("L", (x1 - x0, self.height), round(255 * alpha)))
+
+    def v_dashed(self, value: float, colour: object, points: float, dash: tuple[float, float] = (3.7, 1.6)) -> None:
+        """A vertical dashed line across the axes (matplotlib's ``"--"``: dashes and gaps in line widths)."""
+        x = round(self.x(value))
+        width = max(1, round(self.canvas.px(points)))
+        on, off = self.canvas.px(points) * dash[0], self.canvas.px(points) * dash[1]
+        y = float(self.box[1])
+        while y < self.box[3]:
+            self.canvas.draw.line((x, round(y), x, round(min(y + on, self.box[3]))), fill=colour, width=width)
+            y += on + off
 
     def frame(self) -> None:
         self.canvas.draw.rectangle(self.box, outline=FRAME, width=1)
@@ -511,13 +615,13 @@ class Axes:
         centre = (self.box[1] + self.box[3]) / 2
         c.vertical_text((centre_x, centre), text, room=c.vertical_room(centre_x, centre, height))
 
-    def title(self, lines: Sequence[str]) -> None:
+    def title(self, lines: Sequence[str], points: float = TEXT_PT) -> None:
         """Lines centred over the axes, the last one ``TITLE_PAD_PT`` above them."""
         c = self.canvas
-        step = c.px(TEXT_PT) * 1.2
-        base = self.box[1] - c.px(TITLE_PAD_PT) - c.font().getmetrics()[1]
+        step = c.px(points) * 1.2
+        base = self.box[1] - c.px(TITLE_PAD_PT) - c.font(points).getmetrics()[1]
         for back, line in enumerate(reversed(lines)):
-            c.text(((self.box[0] + self.box[2]) / 2, base - back * step), line, "ms", fit=True)
+            c.text(((self.box[0] + self.box[2]) / 2, base - back * step), line, "ms", points, fit=True)
 
     def legend_top(self, text: str, colour: str, points: float) -> None:
         """A legend of one line sample, framed, at the top centre inside the axes."""

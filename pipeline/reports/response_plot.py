@@ -11,7 +11,6 @@ their edges are smooth as matplotlib's are; the texts are drawn at size.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -20,13 +19,17 @@ from pipeline.reports.canvas import (
     AUTO_STEPS,
     FRAME,
     LABEL_PAD_PT,
+    LARGE_PT,
     PAD_PT,
-    SMALL_PT,
     TEXT_PT,
     TICK_PT,
     TITLE_PAD_PT,
     Canvas,
+    Key,
+    decimal_labels,
     font_at,
+    legend_label,
+    legend_room,
     nice_ticks,
 )
 from pipeline.reports.colours import GRID_COLOUR, palette
@@ -36,15 +39,7 @@ BAND_ALPHA = 0.1
 LINE_PT, BOUND_PT, MARKER_PT = 1.5, 0.8, 6.0  # the mean's line, the interval's dotted bounds, the mean's dots
 RING_PT, RING_EDGE_PT = math.sqrt(160), 1.3  # scatter(s=160): a ring of that diameter (points)
 MARGIN = 0.05  # matplotlib's data margins
-
-
-def decimal_labels(values: Sequence[float]) -> list[str]:
-    """Tick labels with as many decimals as the most precise value needs, the same for all (as matplotlib's
-    ``ScalarFormatter`` writes 0.30, 0.60, 0.75)."""
-    for decimals in range(7):
-        if all(abs(round(v, decimals) - v) <= 1e-9 * max(1.0, abs(v)) for v in values):
-            break
-    return [f"{v:.{decimals}f}" for v in values]
+DOTTED = (1.0, 1.65)  # matplotlib's ":" (dots and gaps in line widths)
 
 
 def response_png(grid: pd.DataFrame, x: str, hue: str, metric: str, confidence: float, dpi: int) -> bytes:
@@ -66,18 +61,20 @@ def response_canvas(grid: pd.DataFrame, x: str, hue: str, metric: str, confidenc
     low = float(np.nanmin(grid[["ci_low", "mean"]].to_numpy(float)))
     high = float(np.nanmax(grid[["ci_high", "mean"]].to_numpy(float)))
     xlim, ylim = _padded(xs[0], xs[-1]), _padded(low, high)
-    labels = [f"{hue} = {value:g}" for value in values]
     top = grid[grid["top"].astype(bool)]
-    entries = [*labels, *(["top, or tied with it"] if len(top) else [])]
-    canvas = Canvas(*INCHES, dpi, {"left": 1.0, "right": 0.2, "bottom": 0.7, "top": 0.75})
-    small = font_at(SMALL_PT, dpi)
-    legend_width = canvas.px(SMALL_PT) * (0.4 * 2 + 2.0 + 0.8) + max(small.getlength(e) for e in entries) + 2
-    y_probe = nice_ticks(*ylim, canvas.tick_space(canvas.height * 0.75, "y"), steps=AUTO_STEPS)
-    y_width = max(font_at(TEXT_PT, dpi).getlength(t) for t in decimal_labels(y_probe))
-    margins = {"left": (canvas.px(4 + LABEL_PAD_PT + TICK_PT + PAD_PT) + canvas.px(TEXT_PT) * 1.2 + y_width) / dpi,
-               "right": (legend_width + canvas.px(SMALL_PT) * 0.5 + canvas.px(6)) / dpi,
-               "bottom": (canvas.px(TICK_PT + PAD_PT + LABEL_PAD_PT + 6) + 2 * canvas.px(TEXT_PT) * 1.2) / dpi,
-               "top": (canvas.px(TITLE_PAD_PT + 6) + 2 * canvas.px(TEXT_PT) * 1.2) / dpi}
+    keys = [Key(legend_label(f"{hue} = {value:g}", dpi), colour, "line", LINE_PT, MARKER_PT)
+            for value, colour in zip(values, colours)]
+    keys += [Key("top, or tied with it", FRAME, "ring", RING_EDGE_PT, RING_PT)] if len(top) else []
+
+    def px(points: float) -> float:
+        return points * dpi / 72
+
+    y_probe = decimal_labels(nice_ticks(*ylim, 9, steps=AUTO_STEPS))
+    y_width = max(font_at(TEXT_PT, dpi).getlength(t) for t in y_probe)
+    margins = {"left": (px(4 + LABEL_PAD_PT + TICK_PT + PAD_PT) + px(TEXT_PT) * 1.2 + y_width) / dpi,
+               "right": legend_room(keys, INCHES[0], dpi),
+               "bottom": (px(TICK_PT + PAD_PT + LABEL_PAD_PT + 6) + 2 * px(TEXT_PT) * 1.2) / dpi,
+               "top": (px(TITLE_PAD_PT + 6) + 2 * px(LARGE_PT) * 1.2) / dpi}
     canvas = Canvas(*INCHES, dpi, margins)
     axes = canvas.axes(xlim, ylim)
     y_ticks = nice_ticks(*ylim, canvas.tick_space(axes.height, "y"), steps=AUTO_STEPS)
@@ -90,7 +87,7 @@ def response_canvas(grid: pd.DataFrame, x: str, hue: str, metric: str, confidenc
             line = grid[grid[hue] == value].sort_values(x)
             px = line[x].to_numpy(float)
             for bound in ("ci_low", "ci_high"):
-                layer.line(px, line[bound].to_numpy(float), colour, BOUND_PT, dotted=True)
+                layer.line(px, line[bound].to_numpy(float), colour, BOUND_PT, dashes=DOTTED)
             layer.line(px, line["mean"].to_numpy(float), colour, LINE_PT)
             layer.dots(px, line["mean"].to_numpy(float), colour, MARKER_PT)
         if len(top):
@@ -99,11 +96,10 @@ def response_canvas(grid: pd.DataFrame, x: str, hue: str, metric: str, confidenc
     axes.x_ticks(xs, decimal_labels(xs))
     axes.y_categories(decimal_labels(y_ticks), y_ticks)
     axes.x_label(f"{x} (swept value)")
-    axes.title([f"{metric} across the grid {x} × {hue}", f"bands: each system's {confidence:.0%} bootstrap interval"])
+    axes.title([f"{metric} across the grid {x} × {hue}", f"bands: each system's {confidence:.0%} bootstrap interval"],
+               LARGE_PT)
     axes.y_label(f"{metric}, mean over questions (0–1)")
-    axes.legend_right([(label, colour, "line") for label, colour in zip(labels, colours)]
-                      + ([("top, or tied with it", FRAME, "ring")] if len(top) else []),
-                      line_pt=LINE_PT, marker_pt=MARKER_PT, ring_pt=RING_PT, ring_edge_pt=RING_EDGE_PT)
+    axes.legend_right(keys)
     return canvas
 
 

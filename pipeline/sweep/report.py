@@ -39,7 +39,9 @@ from pipeline.common.redact import redact_text
 from pipeline.config.build import MetricPlan
 from pipeline.config.plan import diagnosis_settings
 from pipeline.reports.html import DPI, Drawing, save_figures, write_report
-from pipeline.reports.plots import Figure, first_relevant_heatmap, means_bars, paired_bootstrap
+from pipeline.reports.means_plot import means_bars_png
+from pipeline.reports.paired_plot import paired_bootstrap_png
+from pipeline.reports.plots import Figure, first_relevant_heatmap
 from pipeline.reports.rank_buckets import HEATMAP_MAX_ROWS, bucket_heatmap_png
 from pipeline.reports.response_plot import response_png
 from pipeline.reports.sweep_page import DIAGNOSIS_COLUMNS, PageFiles, failing, sweep_page
@@ -100,7 +102,8 @@ def uncompared_figures(summary: SweepSummary, plan: MetricPlan, settings: Diagno
     means = long_means(summary, collapse=True).dropna(subset=["mean"])
     if not means.empty:
         figures.append(SweepFigure("metric_means", f"Metric means with {level} bootstrap intervals (plot)",
-                                   make(means_bars, means, f"Mean score per metric, {level} bootstrap intervals")))
+                                   make(means_bars_png, means, DPI,
+                                        f"Mean score per metric, {level} bootstrap intervals")))
     if not summary.same_data:
         return figures
     if not summary.first_rank.empty:
@@ -113,7 +116,7 @@ def uncompared_figures(summary: SweepSummary, plan: MetricPlan, settings: Diagno
     scores = per_question_scores(summary, primary)
     if scores.shape[1] >= 2 and len(scores):
         figures.append(SweepFigure("paired_bootstrap", f"Paired bootstrap of {primary}: the two best systems",
-                                   make(paired_bootstrap, scores, primary, resamples=plan.resamples,
+                                   make(paired_bootstrap_png, scores, primary, DPI, resamples=plan.resamples,
                                         seed=plan.seed, confidence=plan.confidence)))
     return figures
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
 from pipeline.reports import canvas
 
@@ -27,3 +27,13 @@ def test_counts_too_long_for_their_tick_are_written_in_thousands_or_millions():
     assert canvas.count_labels([0, 20, 40, 60, 80]) == ["0", "20", "40", "60", "80"]
     assert canvas.count_labels([0, 50_000, 100_000]) == ["0", "50k", "100k"]
     assert canvas.count_labels([0, 400_000, 800_000, 1_200_000]) == ["0", "0.4M", "0.8M", "1.2M"]
+
+
+@pytest.mark.parametrize("values", [[0.6, 0.9, 1.2, 1.5], [0.3, 0.6, 0.75], [1.0, 10.0, 100.0], [0.25, 0.5, 1.0],
+                                    [-0.06, -0.04, -0.02, 0.0, 0.02], [0.0, 200.0, 400.0]])
+def test_tick_labels_share_their_decimals_as_matplotlibs_do(values):
+    formatter = ScalarFormatter()
+    formatter.create_dummy_axis()
+    formatter.axis.set_view_interval(min(values), max(values))
+    formatter.set_locs(values)
+    assert canvas.decimal_labels(values) == [formatter(v) for v in values]

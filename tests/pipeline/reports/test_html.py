@@ -93,9 +93,7 @@ def test_the_table_of_contents_links_every_section_by_a_unique_anchor():
 
 
 def test_figures_are_embedded_as_png_and_nothing_is_fetched():
-    summary = pd.DataFrame([{"system": s, "metric": "mrr", "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}
-                            for s in ("a", "b")])
-    page = parse(render_html("t", [Section("Means", figure=plots.means_bars(summary))]))
+    page = parse(render_html("t", [Section("Means", figure=bars_figure([0.5, 0.5]))]))
     [src] = page.images
     assert src.startswith("data:image/png;base64,")
     assert base64.b64decode(src.split(",", 1)[1]).startswith(b"\x89PNG")
@@ -103,9 +101,7 @@ def test_figures_are_embedded_as_png_and_nothing_is_fetched():
 
 
 def test_save_figures_writes_non_empty_pngs_with_safe_names(tmp_path):
-    summary = pd.DataFrame([{"system": "a", "metric": "mrr", "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}])
-    paths = save_figures({"Metric means": plots.means_bars(summary), "../x": plots.means_bars(summary)},
-                         tmp_path / "plots")
+    paths = save_figures({"Metric means": bars_figure([0.5]), "../x": bars_figure([0.5])}, tmp_path / "plots")
     assert [p.name for p in paths] == ["Metric_means.png", "x.png"]
     for path in paths:
         assert path.stat().st_size > 1000 and path.read_bytes().startswith(b"\x89PNG")
@@ -114,9 +110,18 @@ def test_save_figures_writes_non_empty_pngs_with_safe_names(tmp_path):
     assert report.read_text(encoding="utf-8") == "<html></html>"
 
 
+def bars_figure(heights: list[float]) -> plots.Figure:
+    """A small matplotlib figure (what the per-question heat map is made of: a laid-out figure with a legend)."""
+    fig = plots.new_figure(4, 3)
+    ax = fig.add_subplot()
+    ax.bar(range(len(heights)), heights, label="mrr")
+    ax.set_title("means")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
 def means_figures(n: int) -> list:
-    return [plots.means_bars(pd.DataFrame([{"system": f"s{i}", "metric": "mrr", "mean": 0.1 * i, "ci_low": 0.0,
-                                            "ci_high": 0.2 * i}])) for i in range(n)]
+    return [bars_figure([0.1 * i, 0.2]) for i in range(n)]
 
 
 def test_figures_drawn_on_two_cores_are_the_figures_drawn_one_by_one():
@@ -301,7 +306,7 @@ def matplotlibs_png(fig) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("name", ["means", "heat map", "paired"])
+@pytest.mark.parametrize("name", ["heat map"])
 def test_a_figure_is_written_as_the_pixels_matplotlib_writes_in_rgb(name):
     """Every figure rankscope draws is opaque: its PNG holds the pixels matplotlib's own PNG of a fresh copy holds,
     as RGB (a file of about the same size), with matplotlib's text chunk and resolution."""
@@ -309,8 +314,7 @@ def test_a_figure_is_written_as_the_pixels_matplotlib_writes_in_rgb(name):
 
     from tests.pipeline.reports.test_plots import every_plot
 
-    ndcg = pd.DataFrame({"BM25": [0.1, 0.9, 0.5, 0.0], "LSA": [0.3, 0.2, 1.0, 0.4]}, index=["q1", "q2", "q3", "q4"])
-    makers = every_plot(ndcg)
+    makers = every_plot()
     ours, theirs = html.png_bytes(makers[name]()), matplotlibs_png(makers[name]())
     assert (pixels(ours) == pixels(theirs)).all()
     image, reference = Image.open(io.BytesIO(ours)), Image.open(io.BytesIO(theirs))
@@ -332,7 +336,7 @@ def test_a_figure_with_transparent_pixels_keeps_its_alpha():
     assert Image.open(io.BytesIO(png)).mode == "RGBA" and (pixels(png) == pixels(matplotlibs_png(see_through()))).all()
 
 
-@pytest.mark.parametrize("name", ["means", "heat map", "paired"])
+@pytest.mark.parametrize("name", ["heat map"])
 def test_a_laid_out_figure_is_drawn_once_and_keeps_its_layout_engine(name, monkeypatch):
     """The sweep's figures use constrained layout, which ``savefig`` runs by drawing the whole figure once for
     nothing: here the engine runs alone, then one draw makes the PNG (the pixels are matplotlib's: the test above).
@@ -341,8 +345,7 @@ def test_a_laid_out_figure_is_drawn_once_and_keeps_its_layout_engine(name, monke
 
     from tests.pipeline.reports.test_plots import every_plot
 
-    ndcg = pd.DataFrame({"BM25": [0.1, 0.9, 0.5, 0.0], "LSA": [0.3, 0.2, 1.0, 0.4]}, index=["q1", "q2", "q3", "q4"])
-    fig = every_plot(ndcg)[name]()
+    fig = every_plot()[name]()
     engine, dpi = fig.get_layout_engine(), fig.dpi
     draws = []
     drawn = Figure.draw

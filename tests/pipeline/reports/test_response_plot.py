@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 from matplotlib import colormaps
 from matplotlib.colors import to_hex, to_rgb
-from matplotlib.ticker import ScalarFormatter
 from PIL import Image
 
 from pipeline.reports import response_plot
@@ -80,15 +79,6 @@ def test_the_palettes_are_matplotlibs():
     assert list(TAB10) == [to_hex(colormaps["tab10"](i)) for i in range(10)]
     assert list(TAB20) == [to_hex(colormaps["tab20"](i)) for i in range(20)]
     assert palette(3) == list(TAB10[:3]) and palette(12)[:2] == list(TAB20[:2])
-
-
-@pytest.mark.parametrize("values", [[0.6, 0.9, 1.2, 1.5], [0.3, 0.6, 0.75], [1.0, 10.0, 100.0], [0.25, 0.5, 1.0]])
-def test_tick_labels_share_their_decimals_as_matplotlibs_do(values):
-    formatter = ScalarFormatter()
-    formatter.create_dummy_axis()
-    formatter.axis.set_view_interval(min(values), max(values))
-    formatter.set_locs(values)
-    assert response_plot.decimal_labels(values) == [formatter(v) for v in values]
 
 
 @pytest.mark.parametrize("hues", [1, 3, 12])

@@ -15,7 +15,15 @@ from pipeline.analysis.diagnosis import DiagnosisSettings
 from pipeline.analysis.summary import SystemRun, summarize
 from pipeline.common.names import DIAGNOSIS_DIR, PAIRS_FILE, REPORT_FILE, SUMMARY_LATEX, SUMMARY_MARKDOWN
 from pipeline.config.build import metric_plan
-from pipeline.sweep.report import FirstFigures, long_means, plots_and_report, report_html, sweep_figures
+from pipeline.reports import means_plot, paired_plot
+from pipeline.sweep.report import (
+    FirstFigures,
+    long_means,
+    plots_and_report,
+    report_html,
+    sweep_figures,
+    uncompared_figures,
+)
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.store import Store
 
@@ -63,8 +71,12 @@ def summary_of(*systems: SystemRun):
 def test_three_systems_get_means_heat_map_and_the_paired_bootstrap_of_the_two_best():
     figures = sweep_figures(summary_of(A, B, C), PLAN, SETTINGS)
     assert [f.stem for f in figures] == ["metric_means", "first_relevant_rank", "paired_bootstrap"]
-    assert "90% bootstrap intervals" in figures[0].figure.axes[0].get_title()  # the configured confidence
-    assert "B − A" in figures[2].figure.axes[0].get_title()  # the two best by mean nDCG@5, best first
+    assert all(f.figure.startswith(b"\x89PNG") for f in (figures[0], figures[2]))  # drawn with PIL
+    means, _, paired = uncompared_figures(summary_of(A, B, C), PLAN, SETTINGS, makers=True)
+    texts = [text for text, _ in means_plot.means_bars(*means.figure.args).boxes]
+    assert "Mean score per metric, 90% bootstrap intervals" in texts  # the configured confidence
+    paired_canvas = paired_plot.paired_bootstrap(*paired.figure.args, **paired.figure.keywords)
+    assert any("B − A" in text for text, _ in paired_canvas.boxes)  # the two best by mean nDCG@5, best first
 
 
 def test_one_system_has_no_pair_and_different_data_no_per_question_plots():
