@@ -1,6 +1,7 @@
-"""What people read: terminal tables (``text``), the self-contained HTML report (``html``) and the plots (``plots``
-for a sweep's, drawn by matplotlib; ``run_plots`` for a run's own two and ``rank_buckets`` for a large sweep's heat
-map, drawn with PIL on ``canvas``).
+"""What people read: terminal tables (``text``), the self-contained HTML report (``html``) and the plots, drawn with
+PIL on ``canvas`` (``run_plots``: a run's own two; ``means_plot``, ``rank_buckets``, ``paired_plot``,
+``response_plot``: a sweep's), but for the per-question heat map of a few dozen questions, drawn by matplotlib
+(``plots``).
 
 Drawn from plain data (a job's result, a sweep summary); nothing here logs or reads MLflow.
 May import: ``pipeline.analysis``, ``pipeline.data``, ``pipeline.common``, ``metrics``, matplotlib, PIL. Never MLflow or
