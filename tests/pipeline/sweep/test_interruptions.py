@@ -19,9 +19,10 @@ from mlflow import MlflowClient
 from tests.pipeline.helpers import cli_env, run_pipeline
 from tests.pipeline.sweep.test_resume import wait_until_logged
 
-# eight points: a stop sent once job 0 is logged (which happens as job 2 starts) must find the sweep still running;
-# with four, a loaded machine once let the sweep end first (exit 0, nothing said)
-K1 = ["0.3", "0.6", "0.9", "1.2", "1.5", "1.8", "2.1", "2.4"]
+# twelve points: a stop sent once job 0 is logged (which happens as job 2 starts) must find the sweep still running;
+# with four, a loaded machine once let the sweep end first (exit 0, nothing said), and with eight again once the
+# sweep's end drew its figures in milliseconds
+K1 = ["0.3", "0.6", "0.9", "1.2", "1.5", "1.8", "2.1", "2.4", "2.7", "3.0", "3.3", "3.6"]
 
 
 def start(folder: Path, *args: str) -> subprocess.Popen:

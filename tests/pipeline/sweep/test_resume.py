@@ -30,7 +30,7 @@ def wait_until_logged(folder: Path, process: subprocess.Popen, timeout: float = 
             return
         if process.poll() is not None:
             pytest.fail(f"the sweep ended before {folder.name} was logged: {process.returncode}")
-        time.sleep(0.05)
+        time.sleep(0.02)
     pytest.fail(f"job {folder.name} not logged within {timeout} s")
 
 
