@@ -3,17 +3,13 @@ colour, its interval as an error bar; the legend names the systems in order; eve
 
 from __future__ import annotations
 
-import io
-import itertools
-
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.colors import to_rgb
-from PIL import Image
 
 from pipeline.reports import means_plot
 from pipeline.reports.colours import palette
+from tests.pipeline.reports.drawn import assert_whole_and_apart, is_colour, pixels
 
 DPI = 110
 SUMMARY = pd.DataFrame(
@@ -25,13 +21,8 @@ SUMMARY = pd.DataFrame(
 )
 
 
-def pixels(png: bytes) -> np.ndarray:
-    assert png.startswith(b"\x89PNG")
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
 
 
-def is_colour(image: np.ndarray, colour: str) -> np.ndarray:
-    return (image == np.round(np.array(to_rgb(colour)) * 255)).all(axis=-1)
 
 
 def test_one_bar_per_system_and_metric_as_tall_as_its_mean_with_its_interval():
@@ -81,8 +72,4 @@ def test_every_text_is_inside_the_image_and_clear_of_the_others(systems, name):
     table = pd.DataFrame([{"system": f"{name} {s}", "metric": m, "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}
                           for s in range(systems) for m in ("ndcg@10", "recall@100", "mrr@10")])
     canvas = means_plot.means_bars(table, DPI)
-    for text, (x0, y0, x1, y1) in canvas.boxes:
-        assert x0 >= 0 and y0 >= 0 and x1 <= canvas.width and y1 <= canvas.height, text
-    for (a, box_a), (b, box_b) in itertools.combinations(canvas.boxes, 2):
-        apart = box_a[2] <= box_b[0] or box_b[2] <= box_a[0] or box_a[3] <= box_b[1] or box_b[3] <= box_a[1]
-        assert apart, (a, b)
+    assert_whole_and_apart(canvas)

@@ -3,19 +3,15 @@ stand at SPEC's interval, the observed mean and zero, and every text is whole.""
 
 from __future__ import annotations
 
-import io
-import itertools
-
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.colors import to_rgb
-from PIL import Image
 
 from metrics.bootstrap import paired_difference, resample_means
 from metrics.evaluation import evaluate
 from pipeline.reports import paired_plot
 from retrievers import BM25, LSA
+from tests.pipeline.reports.drawn import assert_whole_and_apart, is_colour, pixels
 
 DPI = 110
 
@@ -31,13 +27,8 @@ def ndcg(helpdesk_collection):
     return pd.DataFrame(columns)
 
 
-def pixels(png: bytes) -> np.ndarray:
-    assert png.startswith(b"\x89PNG")
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
 
 
-def is_colour(image: np.ndarray, colour: str) -> np.ndarray:
-    return (image == np.round(np.array(to_rgb(colour)) * 255)).all(axis=-1)
 
 
 def test_the_spec_interval_the_mean_and_zero_are_drawn_where_they_lie(ndcg):
@@ -90,8 +81,4 @@ def test_the_pair_defaults_to_the_two_best_systems():
 def test_every_text_is_inside_the_image_and_clear_of_the_others(ndcg, names):
     scores = ndcg.set_axis(list(names), axis=1)
     canvas = paired_plot.paired_bootstrap(scores, "ndcg@5", DPI, resamples=500)
-    for text, (x0, y0, x1, y1) in canvas.boxes:
-        assert x0 >= 0 and y0 >= 0 and x1 <= canvas.width and y1 <= canvas.height, text
-    for (a, box_a), (b, box_b) in itertools.combinations(canvas.boxes, 2):
-        apart = box_a[2] <= box_b[0] or box_b[2] <= box_a[0] or box_a[3] <= box_b[1] or box_b[3] <= box_a[1]
-        assert apart, (a, b)
+    assert_whole_and_apart(canvas)

@@ -3,25 +3,19 @@ its points and inside its band, the top systems ringed, the colours matplotlib's
 
 from __future__ import annotations
 
-import io
-import itertools
-
 import numpy as np
 import pandas as pd
 import pytest
 from matplotlib import colormaps
 from matplotlib.colors import to_hex, to_rgb
-from PIL import Image
 
 from pipeline.reports import response_plot
 from pipeline.reports.colours import TAB10, TAB20, palette
+from tests.pipeline.reports.drawn import assert_whole_and_apart, pixels
 
 DPI = 110
 
 
-def pixels(png: bytes) -> np.ndarray:
-    assert png.startswith(b"\x89PNG")
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
 
 
 def near(image: np.ndarray, colour: str, tolerance: int = 12) -> np.ndarray:
@@ -88,11 +82,7 @@ def test_every_text_is_inside_the_image_and_clear_of_the_others(hues, metric):
                           "top": x == 2 and h == 0} for x in (1, 2, 3) for h in range(hues)])
     canvas = response_plot.response_canvas(grid, "x", "h", metric, 0.95, DPI)
     assert len(canvas.boxes) > 8
-    for text, (x0, y0, x1, y1) in canvas.boxes:
-        assert x0 >= 0 and y0 >= 0 and x1 <= canvas.width and y1 <= canvas.height, text
-    for (a, box_a), (b, box_b) in itertools.combinations(canvas.boxes, 2):
-        apart = box_a[2] <= box_b[0] or box_b[2] <= box_a[0] or box_a[3] <= box_b[1] or box_b[3] <= box_a[1]
-        assert apart, (a, b)
+    assert_whole_and_apart(canvas)
 
 
 def test_a_grid_without_its_columns_is_refused():

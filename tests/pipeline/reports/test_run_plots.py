@@ -3,28 +3,18 @@ every text is inside the image and clear of the others, and the ticks are the on
 
 from __future__ import annotations
 
-import io
-import itertools
-
 import numpy as np
 import pytest
-from matplotlib.colors import to_rgb
-from PIL import Image
 
 from pipeline.analysis.diagnosis import CLASSES, LABELS
 from pipeline.reports import run_plots
+from tests.pipeline.reports.drawn import assert_whole_and_apart, is_colour, pixels
 
 DPI = 110
 
 
-def pixels(png: bytes) -> np.ndarray:
-    """The PNG decoded (rows x columns x RGB)."""
-    assert png.startswith(b"\x89PNG")
-    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
 
 
-def is_colour(image: np.ndarray, colour: str) -> np.ndarray:
-    return (image == np.round(np.array(to_rgb(colour)) * 255).astype(np.uint8)).all(axis=-1)
 
 
 def test_the_histogram_has_one_bar_per_bin_as_tall_as_its_count():
@@ -91,11 +81,7 @@ def test_every_text_is_inside_the_image_and_clear_of_the_others(questions, syste
     for canvas in (run_plots.metric_histogram(values, "ndcg@10", system, DPI),
                    run_plots.failure_bars(counts, system, questions, DPI)):
         assert len(canvas.boxes) > 8
-        for text, (x0, y0, x1, y1) in canvas.boxes:
-            assert x0 >= 0 and y0 >= 0 and x1 <= canvas.width and y1 <= canvas.height, text
-        for (a, box_a), (b, box_b) in itertools.combinations(canvas.boxes, 2):
-            apart = box_a[2] <= box_b[0] or box_b[2] <= box_a[0] or box_a[3] <= box_b[1] or box_b[3] <= box_a[1]
-            assert apart, (a, b)
+        assert_whole_and_apart(canvas)
         assert any(text.startswith("system: ") for text, _ in canvas.boxes)
 
 
