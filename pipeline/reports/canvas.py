@@ -32,6 +32,9 @@ INK, FRAME, WHITE = (0, 0, 0), (0, 0, 0), (255, 255, 255)
 TEXT_PT, SMALL_PT, TICK_PT, PAD_PT, TITLE_PAD_PT, LABEL_PAD_PT = 10.0, 8.33, 3.5, 3.5, 6.0, 4.0
 LARGE_PT = 12.0  # matplotlib's axes titles
 LONGEST_LABEL_IN = 3.0  # a legend's label is shortened beyond this
+# A legend's spacing in "small" text sizes, as matplotlib's defaults have it: border padding, sample length, gap to the
+# label, space between entries
+LEGEND_PAD, LEGEND_SAMPLE, LEGEND_GAP, LEGEND_SPACING = 0.4, 2.0, 0.8, 0.5
 MIN_TEXT_PX = 8  # a title is set no smaller than this before it is shortened
 # Tick steps (times a power of ten): matplotlib's MaxNLocator's default, and its AutoLocator's
 LOCATOR_STEPS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
@@ -86,10 +89,23 @@ def legend_room(keys: Sequence[Key], width_in: float, dpi: int, title: str | Non
     """The room (inches) a legend of ``keys`` takes right of its axes in an image ``width_in`` wide, with the gap
     :meth:`Axes.legend_right` leaves before it and a margin after it."""
     size, small = SMALL_PT * dpi / 72, font_at(SMALL_PT, dpi)
-    width = size * (0.4 * 2 + 2.0 + 0.8) + max(small.getlength(key.label) for key in keys)
+    width = size * (2 * LEGEND_PAD + LEGEND_SAMPLE + LEGEND_GAP) + max(small.getlength(key.label) for key in keys)
     if title:
-        width = max(width, size * 0.8 + font_at(TEXT_PT, dpi).getlength(title))
-    return (width + 0.01 * width_in * dpi + size * 0.5 + 6 * dpi / 72 + 2) / dpi
+        width = max(width, size * 2 * LEGEND_PAD + font_at(TEXT_PT, dpi).getlength(title))
+    return (width + 0.01 * width_in * dpi + size * LEGEND_SPACING + 6 * dpi / 72 + 2) / dpi
+
+
+def axes_margins(dpi: int, y_labels: Sequence[str], title_lines: int, title_pt: float = TEXT_PT) -> dict[str, float]:
+    """Room (inches) left, below and above an axes with these y tick labels, an x axis of one line of tick labels,
+    both axis labels, and a title of ``title_lines`` lines: what matplotlib's constrained layout leaves."""
+    def px(points: float) -> float:
+        return points * dpi / 72
+
+    widest = max((font_at(TEXT_PT, dpi).getlength(label) for label in y_labels), default=0.0)
+    left = px(4 + LABEL_PAD_PT + TICK_PT + PAD_PT) + px(TEXT_PT) * 1.2 + widest
+    bottom = px(TICK_PT + PAD_PT + LABEL_PAD_PT + 6) + 2 * px(TEXT_PT) * 1.2
+    top = px(TITLE_PAD_PT + 6) + title_lines * px(title_pt) * 1.2
+    return {"left": left / dpi, "bottom": bottom / dpi, "top": top / dpi}
 
 
 def decimal_labels(values: Sequence[float]) -> list[str]:
@@ -470,7 +486,7 @@ class Axes:
         c = self.canvas
         font = c.font(SMALL_PT)
         size = c.px(SMALL_PT)
-        pad, sample, gap, spacing = 0.4 * size, 2.0 * size, 0.8 * size, 0.5 * size
+        pad, sample, gap, spacing = (share * size for share in (LEGEND_PAD, LEGEND_SAMPLE, LEGEND_GAP, LEGEND_SPACING))
         heading = c.px(TEXT_PT) * 1.2 + spacing if title else 0.0
         width = pad + sample + gap + max(font.getlength(key.label) for key in keys) + pad
         if title:
@@ -554,15 +570,14 @@ class Axes:
             c.slanted_text((x, self.box[3] + tick + pad), text, degrees)
             self.below_extent = max(self.below_extent, c.boxes[-1][1][3] - self.box[3])
 
-    def colour_bar(self, colours: Sequence[tuple[int, int, int]], gap_pt: float = 10.0,
-                   thickness: float | None = None) -> Axes:
-        """A colour bar right of these axes, as tall as they are: ``colours`` from the bottom (0) to the top (1).
-        Returns its axes (0-1 upwards), for its ticks and label."""
+    def colour_bar(self, colours: Sequence[tuple[int, int, int]], gap_pt: float, thickness: float) -> Axes:
+        """A colour bar ``gap_pt`` right of these axes, ``thickness`` pixels wide and as tall as they are: ``colours``
+        from the bottom (0) to the top (1). Returns its axes (0-1 upwards), for its ticks and label."""
         from PIL import Image
 
         c = self.canvas
         left = self.box[2] + round(c.px(gap_pt))
-        width = round(thickness if thickness is not None else c.px(9))
+        width = round(thickness)
         box = (left, self.box[1], left + width, self.box[3])
         strip = Image.new("RGB", (1, len(colours)))
         strip.putdata(list(reversed(colours)))

@@ -12,16 +12,11 @@ import pandas as pd
 
 from pipeline.reports.canvas import (
     AUTO_STEPS,
-    LABEL_PAD_PT,
     LARGE_PT,
-    PAD_PT,
-    TEXT_PT,
-    TICK_PT,
-    TITLE_PAD_PT,
     Canvas,
     Key,
+    axes_margins,
     decimal_labels,
-    font_at,
     legend_label,
     legend_room,
     nice_ticks,
@@ -59,7 +54,8 @@ def means_bars(summary: pd.DataFrame, dpi: int, title: str = TITLE) -> Canvas:
     colours = palette(len(systems))
     keys = [Key(legend_label(str(system), dpi), colour, "patch") for system, colour in zip(systems, colours)]
     inches = (max(6.0, 1.0 + 0.35 * len(systems) * len(metrics)) + 2.0, HEIGHT_IN)
-    canvas = Canvas(*inches, dpi, {**_margins(dpi), "right": legend_room(keys, inches[0], dpi, "system")})
+    margins = {**axes_margins(dpi, ["0.0"], 1, LARGE_PT), "right": legend_room(keys, inches[0], dpi, "system")}
+    canvas = Canvas(*inches, dpi, margins)
     span = len(metrics) - 0.2
     axes = canvas.axes((-0.4 - MARGIN * span, len(metrics) - 0.6 + MARGIN * span), (0.0, TOP))
     y_ticks = nice_ticks(0.0, TOP, canvas.tick_space(axes.height, "y"), steps=AUTO_STEPS)
@@ -78,14 +74,3 @@ def means_bars(summary: pd.DataFrame, dpi: int, title: str = TITLE) -> Canvas:
     axes.y_label("mean over questions (score, 0–1)")
     axes.legend_right(keys, title="system")
     return canvas
-
-
-def _margins(dpi: int) -> dict[str, float]:
-    """Room (inches) for the title above, the score ticks and their label left, the metrics and their label below."""
-    def px(points: float) -> float:
-        return points * dpi / 72
-
-    left = px(4 + LABEL_PAD_PT + TICK_PT + PAD_PT) + px(TEXT_PT) * 1.2 + font_at(TEXT_PT, dpi).getlength("0.0")
-    bottom = px(TICK_PT + PAD_PT + LABEL_PAD_PT + 6) + 2 * px(TEXT_PT) * 1.2
-    top = px(TITLE_PAD_PT + 6) + px(LARGE_PT) * 1.2
-    return {"left": left / dpi, "bottom": bottom / dpi, "top": top / dpi}

@@ -16,17 +16,12 @@ from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEE
 from pipeline.reports.canvas import (
     AUTO_STEPS,
     FRAME,
-    LABEL_PAD_PT,
     LARGE_PT,
-    PAD_PT,
-    TEXT_PT,
-    TICK_PT,
-    TITLE_PAD_PT,
     WHITE,
     Canvas,
     Key,
+    axes_margins,
     decimal_labels,
-    font_at,
     legend_room,
     nice_ticks,
 )
@@ -74,7 +69,9 @@ def paired_bootstrap(scores: pd.DataFrame, metric: str, dpi: int, pair: tuple[st
             Key(f"{confidence:.0%} interval [{low:+.3f}, {high:+.3f}]", SPAN, "patch", alpha=SPAN_ALPHA),
             Key(f"observed mean {mean:+.3f}", MEAN, "line", MEAN_PT),
             Key("zero (no difference)", FRAME, "line", ZERO_PT, dashed=True)]
-    canvas = Canvas(*INCHES, dpi, {**_margins(ylim, dpi), "right": legend_room(keys, INCHES[0], dpi)})
+    y_labels = decimal_labels(nice_ticks(*ylim, 9, steps=AUTO_STEPS))  # the widest the y axis's labels can be
+    margins = {**axes_margins(dpi, y_labels, 2, LARGE_PT), "right": legend_room(keys, INCHES[0], dpi)}
+    canvas = Canvas(*INCHES, dpi, margins)
     axes = canvas.axes(xlim, ylim)
     axes.v_span(low, high, SPAN, SPAN_ALPHA)
     axes.bars(edges[:-1], edges[1:], counts, [BARS] * len(counts), edge=WHITE)
@@ -94,16 +91,3 @@ def paired_bootstrap(scores: pd.DataFrame, metric: str, dpi: int, pair: tuple[st
     axes.y_label("resamples (count)")
     axes.legend_right(keys)
     return canvas
-
-
-def _margins(ylim: tuple[float, float], dpi: int) -> dict[str, float]:
-    """Room (inches) for the title above, the counts and their label left, the differences and theirs below."""
-    def px(points: float) -> float:
-        return points * dpi / 72
-
-    text = font_at(TEXT_PT, dpi)
-    counts = decimal_labels(nice_ticks(*ylim, 9, steps=AUTO_STEPS))
-    left = px(4 + LABEL_PAD_PT + TICK_PT + PAD_PT) + px(TEXT_PT) * 1.2 + max(text.getlength(c) for c in counts)
-    bottom = px(TICK_PT + PAD_PT + LABEL_PAD_PT + 6) + 2 * px(TEXT_PT) * 1.2
-    top = px(TITLE_PAD_PT + 6) + 2 * px(LARGE_PT) * 1.2
-    return {"left": left / dpi, "bottom": bottom / dpi, "top": top / dpi}

@@ -18,16 +18,11 @@ import pandas as pd
 from pipeline.reports.canvas import (
     AUTO_STEPS,
     FRAME,
-    LABEL_PAD_PT,
     LARGE_PT,
-    PAD_PT,
-    TEXT_PT,
-    TICK_PT,
-    TITLE_PAD_PT,
     Canvas,
     Key,
+    axes_margins,
     decimal_labels,
-    font_at,
     legend_label,
     legend_room,
     nice_ticks,
@@ -66,15 +61,8 @@ def response_canvas(grid: pd.DataFrame, x: str, hue: str, metric: str, confidenc
             for value, colour in zip(values, colours)]
     keys += [Key("top, or tied with it", FRAME, "ring", RING_EDGE_PT, RING_PT)] if len(top) else []
 
-    def px(points: float) -> float:
-        return points * dpi / 72
-
-    y_probe = decimal_labels(nice_ticks(*ylim, 9, steps=AUTO_STEPS))
-    y_width = max(font_at(TEXT_PT, dpi).getlength(t) for t in y_probe)
-    margins = {"left": (px(4 + LABEL_PAD_PT + TICK_PT + PAD_PT) + px(TEXT_PT) * 1.2 + y_width) / dpi,
-               "right": legend_room(keys, INCHES[0], dpi),
-               "bottom": (px(TICK_PT + PAD_PT + LABEL_PAD_PT + 6) + 2 * px(TEXT_PT) * 1.2) / dpi,
-               "top": (px(TITLE_PAD_PT + 6) + 2 * px(LARGE_PT) * 1.2) / dpi}
+    margins = {**axes_margins(dpi, decimal_labels(nice_ticks(*ylim, 9, steps=AUTO_STEPS)), 2, LARGE_PT),
+               "right": legend_room(keys, INCHES[0], dpi)}
     canvas = Canvas(*INCHES, dpi, margins)
     axes = canvas.axes(xlim, ylim)
     y_ticks = nice_ticks(*ylim, canvas.tick_space(axes.height, "y"), steps=AUTO_STEPS)
