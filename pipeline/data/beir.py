@@ -7,20 +7,12 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
-from metrics.errors import InputError, Note
+from metrics.errors import InputError
 from metrics.textfile import check_file, text_lines
 from metrics.trec import read_beir_qrels
 from pipeline.common import progress
+from pipeline.data.assemble import Notes, Records, assemble, join_text
 from pipeline.data.collection import Collection
-
-SHOWN = 5  # how many offending ids a message lists before "and N more"
-
-
-def _listing(ids: list[str]) -> str:
-    head = ", ".join(ids[:SHOWN])
-    return head + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
 
 
 def _opener(path: Path):
@@ -55,46 +47,7 @@ def _records(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
             title, text = record.get("title") or "", record.get("text") or ""
             if not isinstance(title, str) or not isinstance(text, str):
                 raise InputError(f"{what} {record['_id']}: 'title' and 'text' must be strings", path, number)
-            yield number, str(record["_id"]), f"{title} {text}".strip() if title else text.strip()
-
-
-# the kinds of note a load makes (a job logs each one's count as the metric system/notes_<kind>)
-EMPTY_DOCUMENTS = "documents_empty_text"
-EMPTY_QUESTIONS = "questions_empty_text"
-UNKNOWN_DOCUMENT = "judgments_unknown_document"
-UNKNOWN_QUESTION = "judgments_unknown_question"
-WITHOUT_RELEVANT = "questions_without_relevant"
-
-
-class Notes(list):
-    """The notes of one load; with ``strict``, the first one raises instead (``corpus.strict=true``)."""
-
-    def __init__(self, strict: bool) -> None:
-        super().__init__()
-        self.strict = strict
-
-    def add(self, text: str, kind: str, ids: list[str], count: int | None = None, kept: str = "") -> None:
-        if self.strict:
-            raise InputError(f"{text} (corpus.strict=true makes this an error)")
-        self.append(Note(f"{text} {kept}".rstrip(), kind, len(ids) if count is None else count, ids[:SHOWN]))
-
-
-def _read_records(path: Path, what: str, notes: Notes) -> tuple[list[str], list[str]]:
-    ids, texts, first_line = [], [], {}
-    empty = []
-    for number, ident, text in read_jsonl(path, what):
-        if ident in first_line:
-            raise InputError(f"duplicate {what} id {ident!r} (first on line {first_line[ident]})", path, number)
-        first_line[ident] = number
-        ids.append(ident)
-        texts.append(text)
-        if not text:
-            empty.append(ident)
-    if empty:
-        kind = EMPTY_DOCUMENTS if what == "document" else EMPTY_QUESTIONS
-        notes.add(f"{path}: {len(empty)} {what}(s) with empty text: {_listing(empty)}", kind, empty,
-                  kept="(kept; they can match nothing)")
-    return ids, texts
+            yield number, str(record["_id"]), join_text((title, text))
 
 
 def find_corpus_file(folder: Path) -> Path:
@@ -121,30 +74,9 @@ def load_beir(path: str | Path, split: str = "test", name: str | None = None, st
         raise InputError(f"no judgments for split {split!r} (available: {', '.join(available) or 'none'})",
                          qrels_path)
     notes = Notes(strict)
-    doc_ids, doc_texts = _read_records(find_corpus_file(folder), "document", notes)
-    all_qids, all_qtexts = _read_records(folder / "queries.jsonl", "question", notes)
+    corpus_file = find_corpus_file(folder)
+    documents = Records.read(read_jsonl(corpus_file, "document"), "document", corpus_file)
+    questions = Records.read(read_jsonl(folder / "queries.jsonl", "question"), "question", folder / "queries.jsonl")
     qrels = read_beir_qrels(qrels_path)
-
-    known_docs, known_q = set(doc_ids), set(all_qids)
-    bad_doc = np.array([d not in known_docs for d in qrels.doc_ids], dtype=bool)
-    bad_q = np.array([q not in known_q for q in qrels.query_ids], dtype=bool)
-    for mask, what in ((bad_doc, "documents"), (bad_q, "questions")):
-        if mask.any():
-            ids = list(dict.fromkeys((qrels.doc_ids if what == "documents" else qrels.query_ids)[mask].tolist()))
-            notes.add(f"{qrels_path}: {int(mask.sum())} judgment(s) name {len(ids)} {what} missing from the "
-                      f"{'corpus' if what == 'documents' else 'questions file'}: {_listing(ids)}",
-                      UNKNOWN_DOCUMENT if what == "documents" else UNKNOWN_QUESTION, ids, int(mask.sum()), "(dropped)")
-    qrels = qrels.subset(~(bad_doc | bad_q))
-
-    judged = set(qrels.query_ids.tolist())
-    keep = [i for i, q in enumerate(all_qids) if q in judged]
-    query_ids = [all_qids[i] for i in keep]
-    query_texts = [all_qtexts[i] for i in keep]
-    relevant = set(qrels.relevant_queries(1))
-    without = [q for q in query_ids if q not in relevant]
-    if without:
-        notes.add(f"{qrels_path}: {len(without)} question(s) have no relevant judgment in split {split!r}: "
-                  f"{_listing(without)}", WITHOUT_RELEVANT, without, kept="(left out of the means)")
-    return Collection(name or folder.name, doc_ids, doc_texts, query_ids, query_texts, qrels,
-                      source=str(folder.resolve()), split=split, notes=list(notes),
-                      judgments=str(qrels_path.resolve()))
+    return assemble(name or folder.name, documents, questions, qrels, judgments=str(qrels_path.resolve()),
+                    split=split, notes=notes, source=str(folder.resolve()), origin={"route": "beir"})

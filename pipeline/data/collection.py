@@ -26,7 +26,19 @@ class Collection:
     source: str = ""
     split: str = "test"
     notes: list[str] = field(default_factory=list)
-    judgments: str = ""  # the judgments file read (``<source>/qrels/<split>.tsv``): a record of which split was used
+    judgments: str = ""  # the judgments read (``<source>/qrels/<split>.tsv``): a record of which split was used
+    origin: dict[str, str] = field(default_factory=dict)  # how it was reached: {"route": "ir_datasets", "id": ...}
+    doc_metadata: dict[str, list] = field(default_factory=dict)  # own files' extra columns, one list per column
+    query_metadata: dict[str, list] = field(default_factory=dict)  # the same for the questions kept
+
+    @property
+    def label(self) -> str:
+        return corpus_label(self.name, self.split)
+
+    @property
+    def dataset_name(self) -> str:
+        """The name of its MLflow dataset: ``scifact/test``, the split always said (once: ``beir/scifact/test``)."""
+        return self.name if self.name.endswith(f"/{self.split}") else f"{self.name}/{self.split}"
 
     @cached_property
     def digest(self) -> str:
@@ -65,3 +77,11 @@ def _digest(ids: list[str], texts: list[str]) -> str:
         h.update(t.encode())
         h.update(b"\n")
     return h.hexdigest()[:16]
+
+
+def corpus_label(name: str, split: str) -> str:
+    """How runs name a corpus: ``scifact``; ``scifact/train`` when the split is not ``test`` and the name does not
+    already end in it (an ir_datasets id such as ``beir/scifact/train`` does)."""
+    if split in ("test", "") or name.endswith(f"/{split}"):
+        return name
+    return f"{name}/{split}"
