@@ -1,4 +1,7 @@
-"""Where a corpus comes from: the objects ``conf/corpus/*.yaml`` entries build (``_target_``).
+"""Where a corpus comes from: the objects ``conf/corpus/*.yaml`` entries build (``_target_``): a BEIR folder, the
+embedded help-desk corpus, a public benchmark by name (:class:`Benchmark`); ir_datasets ids
+(:class:`pipeline.data.irds.IrDatasets`) and your own files (:class:`pipeline.data.files.OwnFiles`) have modules of
+their own.
 
 A source knows its files, its splits and how to load itself; the rest of the pipeline asks it rather than looking
 at the config's type: the per-process corpus memo keys on :meth:`files`, a tuning sweep checks :meth:`splits`.
@@ -15,6 +18,7 @@ from typing import Any, Protocol
 from metrics.errors import InputError
 from pipeline.data.beir import find_corpus_file, load_beir
 from pipeline.data.collection import Collection
+from pipeline.data.irds import IrDatasets
 
 HELPDESK_NAME = "helpdesk"
 
@@ -101,3 +105,39 @@ class Helpdesk:
 def helpdesk() -> Collection:
     """The embedded default: SPEC.md's 28-document help-desk corpus, shipped with the package."""
     return Helpdesk().load()
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A public benchmark by name (``corpus=scifact``, ``corpus=cranfield``): through ir_datasets (``id``, and
+    ``split`` picks its split), or from a local BEIR-layout copy when ``path`` is set (an override, or the
+    environment variable the preset names). The same data by either route has the same digests."""
+
+    id: str
+    name: str
+    split: str = "test"
+    path: str | None = None
+    strict: bool = False
+
+    @classmethod
+    def from_config(cls, context: Any, path: str | None = None, **settings: Any) -> Benchmark:
+        """``path`` relative to the folder the command started in."""
+        return cls(path=None if path in (None, "") else str(context.path(path)), **settings)
+
+    def route(self) -> CorpusSource:
+        """Where it is read from: the local folder when one is named, else ir_datasets."""
+        if self.path is not None:
+            return BeirFolder(self.path, self.split, self.name, self.strict)
+        return IrDatasets(self.id, self.split, self.name, strict=self.strict)
+
+    def load(self) -> Collection:
+        return self.route().load()
+
+    def splits(self) -> list[str]:
+        return self.route().splits()
+
+    def files(self) -> list[Path]:
+        return self.route().files()
+
+    def with_split(self, split: str) -> Benchmark:
+        return dataclasses.replace(self, split=split)

@@ -121,13 +121,13 @@ def test_digests_tell_different_data_apart(tmp_path):
     assert a.corpus_digest == b.corpus_digest and a.digest != b.digest
 
 
-def test_scifact_loads_with_its_counts(shared_datasets):
-    c = load_beir(shared_datasets / "scifact", "test")
+def test_scifact_loads_with_its_counts(scifact_folder):
+    c = load_beir(scifact_folder, "test")
     assert (len(c.doc_ids), len(c.query_ids), len(c.qrels)) == (5183, 300, 339)
 
 
-def test_cranfield_reports_its_two_empty_documents(shared_datasets):
-    c = load_beir(shared_datasets / "cranfield", "test")
+def test_cranfield_reports_its_two_empty_documents(cranfield_folder):
+    c = load_beir(cranfield_folder, "test")
     assert (len(c.doc_ids), len(c.query_ids), len(c.qrels)) == (1400, 225, 1612)
     assert any("2 document(s) with empty text: 471, 995" in n for n in c.notes)
 
