@@ -31,7 +31,7 @@ from pipeline.decisions.comparison import check_comparable, compare_sides, load_
 from pipeline.tracking.client import MlflowClient, Run
 from pipeline.tracking.comparisons import baseline_tag, promote
 from pipeline.tracking.runs import Tracker
-from pipeline.tracking.selectors import NoMatch, corpus_of, describe, metric_key, resolve
+from pipeline.tracking.selectors import NoMatch, corpus_key, corpus_of, describe, metric_key, resolve
 from pipeline.tracking.store import STORE_ERRORS, client_for, store_error
 
 SAYS = SAYS_GATE
@@ -78,14 +78,23 @@ def check_settings(settings: Any) -> list[str]:
     return names
 
 
+def baseline_of(client: MlflowClient, experiment_id: str, candidate: Run, selector: str) -> Run:
+    """The baseline of the candidate's data (the same digest, whatever its corpus was called); else of the corpus it
+    names, whose data then differs: the comparison refuses that in one line rather than adopting a new baseline."""
+    try:
+        return resolve(client, experiment_id, selector, corpus=corpus_key(candidate))
+    except NoMatch:
+        return resolve(client, experiment_id, selector, corpus=corpus_of(candidate))
+
+
 def run_gate(client: MlflowClient, experiment_id: str | None, candidate: Run, settings: Any,
              tags: Mapping[str, str] | None = None) -> GateOutcome:
     """Compare ``candidate`` with the run ``settings.baseline`` selects and decide; records the comparison."""
     try:
         metrics = check_settings(settings)
         try:
-            baseline_run = resolve(client, experiment_id or candidate.info.experiment_id, str(settings.baseline),
-                                   corpus=corpus_of(candidate))  # the baseline of the candidate's corpus
+            baseline_run = baseline_of(client, experiment_id or candidate.info.experiment_id, candidate,
+                                       str(settings.baseline))
         except NoMatch:
             if not (settings.adopt_first and str(settings.baseline).startswith("tag:")):
                 raise

@@ -14,6 +14,7 @@ from typing import Any
 
 from pipeline.common.jsonfile import read_json, write_json
 from pipeline.common.names import HANDOFF_FILE
+from pipeline.data.collection import corpus_label
 
 
 @dataclass(frozen=True)
@@ -79,14 +80,11 @@ def system_name(retriever_name: str, overrides: list[str], varying: list[str]) -
     return " ".join([retriever_name, *parts])
 
 
-def corpus_label(name: str, split: str) -> str:
-    """``scifact``; ``scifact/train`` when the split is not ``test``."""
-    return name if split == "test" else f"{name}/{split}"
-
-
 def configured_corpus(corpus: Any) -> str:
     """:func:`corpus_label` from a corpus config entry, before the corpus is read (its name, else its folder's)."""
-    name = corpus.get("name") or Path(str(corpus.get("path") or "corpus")).name
+    documents = corpus.get("documents") or {}
+    path = corpus.get("path") or documents.get("path") or "corpus"
+    name = corpus.get("name") or corpus.get("id") or Path(str(path)).name.split(".")[0]
     return corpus_label(str(name), str(corpus.get("split") or "test"))
 
 

@@ -38,24 +38,29 @@ from pipeline.common.names import (
     TAG_CONFIG_DIGEST,
     TAG_CORPUS,
     TAG_CORPUS_DIGEST,
+    TAG_CORPUS_SOURCE,
+    TAG_DOCUMENTS_DIGEST,
+    TAG_IRDS_ID,
     TAG_JOB,
     TAG_JUDGMENTS,
     TAG_KIND,
     TAG_NOTES,
     TAG_OUTPUT_DIR,
     TAG_OVERRIDES,
+    TAG_QRELS_DIGEST,
+    TAG_QUESTIONS_DIGEST,
     TAG_SYSTEM,
 )
 from pipeline.common.progress import IN_PROCESS_LAUNCHERS
 from pipeline.common.redact import redact_text
 from pipeline.config.plan import JobPlan, config_digest, run_params
+from pipeline.data.irds import ROUTE as IRDS_ROUTE
 from pipeline.job.chunked import rank_in_chunks
 from pipeline.job.context import (
     JobContext,
     SweepHandle,
     config_tags,
     configured_corpus,
-    corpus_label,
     run_name,
     system_name,
 )
@@ -242,12 +247,15 @@ class Job:
         plots = diagnosis.start_writing(out, {**files_beside(result, safe, plan.tree, out),
                                               out / PER_QUESTION_TABLE: table})
         files = write_results(result, out)  # the table is logged as the record's table, not as a file
+        identity = data_identity(c)
         self.tags.update({TAG_CORPUS_DIGEST: c.digest, TAG_CORPUS: c.name,
-                          TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}"})
+                          TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}", **identity})
         if notes := result.note_lines():
             self.tags[TAG_NOTES] = "\n".join(notes)[:MAX_TAG]
-        dataset = self.destination.dataset(c.doc_ids, c.doc_texts, f"{c.name}/{c.split}", c.digest, c.source or c.name)
-        name = run_name(self.system, corpus_label(c.name, c.split))
+        dataset = self.destination.dataset(c.doc_ids, c.doc_texts, c.dataset_name, c.digest, c.source or c.name,
+                                           tags=identity, metadata=c.doc_metadata,
+                                           source_type=IRDS_ROUTE if c.origin.get("route") == IRDS_ROUTE else None)
+        name = run_name(self.system, c.label)
         record = self.destination.record(name, self.tags, self.started_ms, params=plan.params(self.ctx.choices),
                                          metrics=result.metrics(), dataset=dataset, table=PER_QUESTION_TABLE,
                                          table_dtypes=dtypes)
@@ -304,3 +312,13 @@ class Job:
         ctx = self.ctx
         where = f"job {ctx.job_num} ({' '.join(ctx.overrides)})" if ctx.sweep_dir is not None else "error"
         print(f"{PROG}: {where}: {redact_text(reason)}".replace("\n", " "), file=sys.stderr, flush=True)
+
+
+def data_identity(c: Collection) -> dict[str, str]:
+    """What a result records of its data: the digests of its documents, questions and judgments (each on its own,
+    so the same data reached by two routes is seen to be the same), where it was read, its ir_datasets id."""
+    found = {TAG_DOCUMENTS_DIGEST: c.corpus_digest, TAG_QUESTIONS_DIGEST: c.queries_digest,
+             TAG_QRELS_DIGEST: c.qrels.digest(), TAG_CORPUS_SOURCE: c.source or c.name}
+    if c.origin.get("route") == IRDS_ROUTE:
+        found[TAG_IRDS_ID] = c.origin["id"]
+    return found

@@ -37,7 +37,8 @@ from pipeline.common.redact import redact_text
 from pipeline.config.build import metric_plan
 from pipeline.config.hydra_internals import compose_job
 from pipeline.config.plan import JobPlan
-from pipeline.job.context import JobContext, SweepHandle, corpus_label, run_name, short_value
+from pipeline.data.collection import corpus_label
+from pipeline.job.context import JobContext, SweepHandle, run_name, short_value
 from pipeline.job.run import JobOutcome, execute_job
 from pipeline.reports.text import format_table, number
 from pipeline.sweep.close import children_closed

@@ -28,7 +28,6 @@ from pipeline.common.names import (
     TAG_COMPARE_CANDIDATE,
     TAG_COMPARE_DIGEST,
     TAG_COMPARE_VERDICT,
-    TAG_CORPUS,
     TAG_GATE,
     TAG_GATE_REASON,
     TAG_KIND,
@@ -37,7 +36,7 @@ from pipeline.common.names import (
 from pipeline.tracking.client import MlflowClient, MlflowException, Run
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.search import first_run, search_runs
-from pipeline.tracking.selectors import corpus_of, literal
+from pipeline.tracking.selectors import corpus_key, corpus_of, literal
 from pipeline.tracking.store import EXPERIMENT_TAGS
 
 # per metric: the comparison table's column -> the suffix of its MLflow key (bounds next to the difference)
@@ -158,10 +157,9 @@ def promote(client: MlflowClient, candidate: Run, tag: tuple[str, str] = BASELIN
     """
     key, value = tag
     experiment_id = candidate.info.experiment_id
-    corpus = corpus_of(candidate)
-    query = f"tags.`{key}` = {literal(value)}" + (f" and tags.`{TAG_CORPUS}` = {literal(corpus)}" if corpus else "")
-    previous = [r.info.run_id for r in search_runs(client, [experiment_id], query)
-                if r.info.run_id != candidate.info.run_id]
+    corpus = corpus_key(candidate)
+    previous = [r.info.run_id for r in search_runs(client, [experiment_id], f"tags.`{key}` = {literal(value)}")
+                if r.info.run_id != candidate.info.run_id and (corpus is None or corpus_key(r) == corpus)]
     now = datetime.now(UTC).isoformat(timespec="seconds")
     with deferred():  # whole: a Ctrl-C half-way would leave two baselines of the corpus, or none
         client.set_tag(candidate.info.run_id, key, value)

@@ -82,10 +82,14 @@ class Destination:
         safe = redacted_frame(frame)
         return (safe, *masked_table_file(safe))
 
-    def dataset(self, doc_ids: list[str], texts: list[str], name: str, digest: str, source: str) -> dict[str, str]:
-        """The corpus as an MLflow dataset input (described once per process and corpus)."""
-        return dataset_fields(lambda: pd.DataFrame({"doc_id": doc_ids, "text": texts}), name=name, digest=digest,
-                              source=source)  # the frame is made only for a corpus not described yet
+    def dataset(self, doc_ids: list[str], texts: list[str], name: str, digest: str, source: str,
+                tags: dict[str, str] | None = None, metadata: dict[str, list] | None = None,
+                source_type: str | None = None) -> dict[str, str]:
+        """The corpus as an MLflow dataset input (described once per process and corpus): its documents (and the
+        metadata columns kept with them), and input tags naming the digests of its parts."""
+        return dataset_fields(lambda: pd.DataFrame({"doc_id": doc_ids, "text": texts, **(metadata or {})}),
+                              name=name, digest=digest, source=source, tags=tags,
+                              source_type=source_type)  # the frame is made only for a corpus not described yet
 
     def logged_earlier(self, folder: Path, identity: Identity, job: int, what: str) -> str | None:
         """In a resumed sweep: the run that already holds this job's result, or the record computed earlier in

@@ -8,6 +8,7 @@ children in joblib worker processes, linked by the ``mlflow.parentRunId`` tag.
 from __future__ import annotations
 
 import functools
+import json
 import posixpath
 import random
 import tempfile
@@ -20,7 +21,7 @@ from typing import Any, TypeVar
 import pandas as pd
 
 from pipeline.common.interrupts import deferred
-from pipeline.common.names import TAG_ERROR
+from pipeline.common.names import DATASET_CONTEXT, TAG_ERROR
 from pipeline.common.redact import redact_text, redact_texts, redact_value
 from pipeline.tracking.client import (
     MLFLOW_PARENT_RUN_ID,
@@ -150,8 +151,12 @@ class Tracker:
 
     @whole
     def log_dataset_fields(self, fields: Mapping[str, str], context: str) -> None:
-        """A dataset input from :func:`dataset_fields` (saved with a job's results, so it can be logged later)."""
-        entity = DatasetInput(Dataset(**fields), tags=[InputTag("mlflow.data.context", context)])
+        """A dataset input from :func:`dataset_fields` (saved with a job's results, so it can be logged later), with
+        its input tags (the digests of its parts, its ir_datasets id)."""
+        described = {k: v for k, v in fields.items() if k != INPUT_TAGS}
+        tags = [InputTag(DATASET_CONTEXT, context),
+                *(InputTag(k, redact_text(str(v))) for k, v in json.loads(fields.get(INPUT_TAGS) or "{}").items())]
+        entity = DatasetInput(Dataset(**described), tags=tags)
         for attempt in range(DATASET_ATTEMPTS):
             try:
                 self.client.log_inputs(self.run_id, datasets=[entity])
@@ -298,16 +303,23 @@ def redacted_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 _DATASET_FIELDS: dict[tuple[str, str, str], dict[str, str]] = {}
+INPUT_TAGS = "input_tags"  # the key of a dataset description that holds its input tags (JSON), not a Dataset field
 
 
-def dataset_fields(frame: pd.DataFrame | Callable[[], pd.DataFrame], name: str, digest: str,
-                   source: str) -> dict[str, str]:
-    """An MLflow dataset's description (name, digest, source, schema, profile) as plain strings; made once per
-    process for each corpus (every job of a sweep describes the same one)."""
+def dataset_fields(frame: pd.DataFrame | Callable[[], pd.DataFrame], name: str, digest: str, source: str,
+                   tags: Mapping[str, str] | None = None, source_type: str | None = None) -> dict[str, str]:
+    """An MLflow dataset's description (name, digest, source, schema, profile) as plain strings, and the input tags
+    to log with it; made once per process for each corpus (every job of a sweep describes the same one).
+    ``source_type`` replaces MLflow's guess (``local`` for any string) where the source is not a path."""
     key = (name, digest, source)
     if key not in _DATASET_FIELDS:
         _DATASET_FIELDS[key] = _describe_dataset(frame() if callable(frame) else frame, name, digest, source)
-    return dict(_DATASET_FIELDS[key])
+    fields = dict(_DATASET_FIELDS[key])
+    if source_type:
+        fields["source_type"] = source_type
+    if tags:
+        fields[INPUT_TAGS] = json.dumps(dict(tags), sort_keys=True)
+    return fields
 
 
 def _describe_dataset(frame: pd.DataFrame, name: str, digest: str, source: str) -> dict[str, str]:

@@ -12,6 +12,10 @@ Selectors (see docs/compare-gate-schedule.md):
 Only evaluated runs count (a sweep's jobs and single runs): never a sweep's parent or a recorded comparison. A
 ``corpus`` narrows every selector but a run id to the runs measured on that corpus; without one, a selector whose
 candidates were measured on several corpora is refused, naming them: a name or ``best:`` never picks a corpus for you.
+
+A corpus is its data, not its name: runs whose corpus digests are equal (the same documents, questions and judgments
+read from a BEIR folder, through ir_datasets or from your own files) are on the same corpus, whatever each called it.
+``corpus`` may be a name (every digest runs of that name were measured on) or a digest.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import re
 
 from metrics.errors import InputError
 from metrics.spec import parse_metric
-from pipeline.common.names import EVALUATED_KINDS, TAG_CORPUS, TAG_KIND, TAG_SYSTEM
+from pipeline.common.names import EVALUATED_KINDS, TAG_CORPUS, TAG_CORPUS_DIGEST, TAG_KIND, TAG_SYSTEM
 from pipeline.tracking.client import MlflowClient, Run
 from pipeline.tracking.search import search_runs
 
@@ -51,8 +55,22 @@ def metric_key(text: str) -> str:
 
 
 def corpus_of(run: Run) -> str | None:
-    """The corpus a run was measured on (None for a run that does not say)."""
+    """The name of the corpus a run was measured on (None for a run that does not say)."""
     return run.data.tags.get(TAG_CORPUS) or run.data.params.get("corpus.name") or None
+
+
+def corpus_key(run: Run) -> str | None:
+    """What tells a run's corpus from another: its digest (the data itself), else its name (an older run)."""
+    return run.data.tags.get(TAG_CORPUS_DIGEST) or corpus_of(run)
+
+
+def corpus_digests(client: MlflowClient, experiment_id: str, corpus: str) -> list[str]:
+    """The digests ``corpus`` stands for: every digest the experiment's runs of that name were measured on, or the
+    digest itself."""
+    named = search_runs(client, [experiment_id], f"tags.`{TAG_CORPUS}` = {literal(corpus)}", NEWEST)
+    found = dict.fromkeys(d for d in (r.data.tags.get(TAG_CORPUS_DIGEST) for r in named) if d)
+    found[corpus] = None  # the digest itself, when it is one
+    return list(found)
 
 
 def resolve(client: MlflowClient, experiment_id: str | None, selector: str, corpus: str | None = None) -> Run:
@@ -91,12 +109,38 @@ def resolve(client: MlflowClient, experiment_id: str | None, selector: str, corp
 
 def _matches(client: MlflowClient, experiment_id: str, clauses: list[str], order: list[str],
              corpus: str | None) -> list[Run]:
-    """Every finished evaluated run matching ``clauses`` (and ``corpus``), in ``order``."""
+    """Every finished evaluated run matching ``clauses`` (and ``corpus``: any of its digests, or its name for
+    runs that record no digest), in ``order``."""
     query = [*clauses, "attributes.status = 'FINISHED'"]
-    if corpus:
-        query.append(f"tags.`{TAG_CORPUS}` = {literal(corpus)}")
-    return [r for r in search_runs(client, [experiment_id], " and ".join(query), order)
-            if r.data.tags.get(TAG_KIND, "run") in EVALUATED_KINDS]
+    if not corpus:
+        wheres = [query]
+    else:
+        wheres = [[*query, f"tags.`{TAG_CORPUS_DIGEST}` = {literal(d)}"]
+                  for d in corpus_digests(client, experiment_id, corpus)]
+        wheres.append([*query, f"tags.`{TAG_CORPUS}` = {literal(corpus)}"])
+    found: dict[str, Run] = {}
+    for where in wheres:
+        for r in search_runs(client, [experiment_id], " and ".join(where), order):
+            if r.data.tags.get(TAG_KIND, "run") in EVALUATED_KINDS:
+                found.setdefault(r.info.run_id, r)
+    runs = list(found.values())
+    return _ordered(runs, order) if len(wheres) > 1 else runs
+
+
+def _ordered(runs: list[Run], order: list[str]) -> list[Run]:
+    """Runs from several searches in one ``order`` (``attributes.start_time DESC``, ``metrics.`KEY` DESC`` ...)."""
+    for clause in reversed(order):
+        field, _, direction = clause.rpartition(" ")
+        kind, _, name = field.partition(".")
+        name = name.strip("`")
+
+        def value(run: Run, kind: str = kind, name: str = name) -> float:
+            if kind == "metrics":
+                return run.data.metrics.get(name, float("-inf"))
+            return float(getattr(run.info, name, 0) or 0)
+
+        runs.sort(key=value, reverse=direction.upper() == "DESC")
+    return runs
 
 
 def _one(client: MlflowClient, experiment_id: str, clauses: list[str], selector: str, corpus: str | None,
@@ -110,9 +154,9 @@ def _pick(found: list[Run], selector: str, client: MlflowClient, experiment_id: 
     if not found:
         where = f"experiment {_experiment_name(client, experiment_id)!r}" + (f", corpus {corpus!r}" if corpus else "")
         raise NoMatch(f"no finished run matches {selector!r} in {where}")
-    corpora = list(dict.fromkeys(corpus_of(r) or "?" for r in found))
+    corpora = list(dict.fromkeys(corpus_key(r) or "?" for r in found))
     if corpus is None and len(corpora) > 1:
-        firsts = [next(r for r in found if (corpus_of(r) or "?") == c) for c in corpora]
+        firsts = [next(r for r in found if (corpus_key(r) or "?") == c) for c in corpora]
         listed = "; ".join(f"{corpus_of(r) or '?'}: {describe(r)}" for r in firsts[:SHOWN])
         raise SelectorError(f"{selector!r} matches runs on {len(corpora)} corpora ({listed}): name one with "
                             f"--corpus NAME")
