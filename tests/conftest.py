@@ -1,15 +1,27 @@
-"""Fixtures shared by every test package: the embedded help-desk corpus and the shared datasets folder."""
+"""Fixtures shared by every test package: the embedded help-desk corpus, and SciFact and Cranfield wherever this
+machine has them (:mod:`tests.datasets`); without them the tests that need them skip, with one reason line each."""
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from pipeline.data import helpdesk
+from tests import datasets
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+REPO = datasets.REPO
+
+# The tests' own ir_datasets cache, set before anything imports ir_datasets (it reads the variable once, on import):
+# no test reads or writes the user's ~/.ir_datasets, and a subprocess inherits it. The irds_home fixture seeds it.
+TEST_IRDS_HOME = Path(tempfile.mkdtemp(prefix="rankscope-ir_datasets-"))
+os.environ[datasets.IRDS_HOME_ENV] = str(TEST_IRDS_HOME)
+atexit.register(shutil.rmtree, TEST_IRDS_HOME, True)
 
 
 @pytest.fixture(scope="session")
@@ -18,10 +30,34 @@ def helpdesk_collection():
 
 
 @pytest.fixture(scope="session")
-def shared_datasets() -> Path:
-    if not SHARED_DATASETS.is_dir():
-        pytest.skip(f"the shared datasets folder is not beside the repository ({SHARED_DATASETS})")
-    return SHARED_DATASETS
+def helpdesk_folder() -> Path:
+    """The embedded help-desk corpus's BEIR folder (inside the package)."""
+    return REPO / "pipeline" / "data" / "helpdesk"
+
+
+@pytest.fixture(scope="session")
+def scifact_folder(tmp_path_factory) -> Path:
+    """BEIR SciFact (5,183 abstracts; qrels test and train) as a BEIR folder."""
+    found = datasets.find("scifact", tmp_path_factory.mktemp("scifact"))
+    if found is None:
+        pytest.skip(datasets.missing("scifact"))
+    return found
+
+
+@pytest.fixture(scope="session")
+def cranfield_folder() -> Path:
+    """Cranfield 1400 as a BEIR folder (graded 1-4, see tests/datasets.py)."""
+    found = datasets.collection_folder("cranfield")
+    if found is None:
+        pytest.skip(datasets.missing("cranfield"))
+    return found
+
+
+@pytest.fixture(scope="session")
+def irds_home(scifact_folder) -> Path:
+    """The tests' ``IR_DATASETS_HOME``, seeded with SciFact as ir_datasets downloads it (ir_datasets then reads it
+    offline): in this process and in every subprocess a test starts."""
+    return datasets.seed_irds_home(TEST_IRDS_HOME, scifact_folder)
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +73,13 @@ def helpdesk_runs(helpdesk_collection):
     }
     c = helpdesk_collection
     return {name: system.index(c).rank(c.query_ids, c.query_texts, 100) for name, system in systems.items()}
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """How many tests skipped, and why: one line per reason (pytest -q prints only the count)."""
+    reasons = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reasons[longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)] += 1
+    for reason, count in reasons.items():
+        terminalreporter.write_line(f"skipped {count}: {reason.removeprefix('Skipped: ')}")

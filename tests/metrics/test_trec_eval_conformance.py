@@ -1,6 +1,6 @@
 """rankscope agrees with NIST trec_eval 10.0 on trec_eval's own test suite, per query and for `all`, at 4 decimals.
 
-The expected files are trec_eval's outputs (see shared/datasets/README.md):
+The expected files are trec_eval's outputs (shipped in tests/metrics/trec_eval/, see its README.md):
   out.test.aq   trec_eval -m all_trec -q      qrels.test      results.test
   out.test.aqc  trec_eval -m all_trec -q -c   qrels.test      results.trunc   (query 302 missing; junk columns)
   out.test.aql  trec_eval -m all_trec -q -l2  qrels.rel_level results.test    (grades -1..4)
@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 from functools import cache
-from pathlib import Path
 
 import pytest
 
@@ -20,9 +19,8 @@ from metrics.cli import main
 from metrics.evaluation import EvalSettings, Evaluation, evaluate
 from metrics.spec import parse_trec_measure
 from metrics.trec import read_trec_qrels, read_trec_run
-
-REPO = Path(__file__).resolve().parents[2]
-TREC = REPO / ".." / "shared" / "datasets" / "trec_eval"
+from tests.datasets import REPO
+from tests.datasets import TREC_EVAL_SUITE as TREC
 
 # expected file -> (qrels, run, -c, -l)
 CASES = {

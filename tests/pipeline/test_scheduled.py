@@ -126,7 +126,7 @@ def test_the_ci_workflow_is_scheduled_and_runs_the_same_command():
     assert any(step.get("uses", "").startswith("actions/upload-artifact") for step in steps)
 
 
-def test_the_cron_line_runs_for_real(tmp_path, empty_store, shared_datasets):
+def test_the_cron_line_runs_for_real(tmp_path, empty_store, scifact_folder):
     """The cron entry's command, as cron runs it (``sh -c``), on this checkout: store and folders in tmp_path."""
     _, ((_, command),) = crontab((DEPLOY / "cron" / "rankscope-nightly.cron").read_text())
     shutil.copy(empty_store, tmp_path / "mlflow.db")
@@ -173,7 +173,7 @@ def test_a_config_error_is_told_once_and_names_no_folder_that_was_never_made(lau
     assert not (launch_dir / "s").exists() or not any((launch_dir / "s").rglob("mlflow_sweep.json"))
 
 
-def test_a_sigint_sent_to_the_scheduler_alone_stops_the_sweep(launch_dir, shared_datasets):
+def test_a_sigint_sent_to_the_scheduler_alone_stops_the_sweep(launch_dir, scifact_folder):
     # a terminal's Ctrl-C reaches both processes; `kill -INT` (a supervisor) reaches only this one, which then
     # passes it on instead of letting the sweep run to its end and exit 0
     import signal
@@ -181,7 +181,7 @@ def test_a_sigint_sent_to_the_scheduler_alone_stops_the_sweep(launch_dir, shared
 
     root = launch_dir / "s"
     process = subprocess.Popen([sys.executable, "-m", "pipeline.scheduled", "nightly", "--root", str(root), "--gate",
-                                "none", f"corpus.path={shared_datasets / 'scifact'}", "retriever.b=0.4,0.6,0.75"],
+                                "none", f"corpus.path={scifact_folder}", "retriever.b=0.4,0.6,0.75"],
                                cwd=launch_dir, env=cli_env(launch_dir), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

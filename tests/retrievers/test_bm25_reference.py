@@ -25,8 +25,8 @@ REL = 1e-5
 
 
 @pytest.fixture(scope="module")
-def scifact(shared_datasets):
-    return load_beir(shared_datasets / "scifact", "test")
+def scifact(scifact_folder):
+    return load_beir(scifact_folder, "test")
 
 
 @pytest.fixture(scope="module")

@@ -59,15 +59,32 @@ def test_every_retriever_entry_composes_and_builds_the_class_it_names(name, tmp_
         assert type(retriever.engine).__name__ == cls
 
 
+OWN_FILES = REPO / "tests" / "pipeline" / "data" / "own_files"
+READY = {  # what each corpus entry needs besides its name, and the class it builds
+    "helpdesk": ([], "Helpdesk"),
+    "beir": ([f"corpus.path={REPO / 'pipeline' / 'data' / 'helpdesk'}"], "BeirFolder"),
+    "irds": (["corpus.id=beir/scifact/test"], "IrDatasets"),
+    "scifact": ([], "Benchmark"),
+    "cranfield": ([], "Benchmark"),
+    "files": ([f"corpus.documents.path={OWN_FILES / 'chunks.parquet'}",
+               f"corpus.questions.path={OWN_FILES / 'questions.csv'}"], "OwnFiles"),
+}
+
+
 @pytest.mark.parametrize("name", entries("corpus"))
-def test_every_corpus_entry_composes(name, shared_datasets):
-    overrides = [f"corpus={name}"] + (["corpus.path=../shared/datasets/helpdesk"] if name == "beir" else [])
-    cfg = composed(*overrides)
+def test_every_corpus_entry_composes_and_builds_the_class_it_names(name):
+    overrides, cls = READY[name]
+    cfg = composed(f"corpus={name}", *overrides)
     check_config(cfg)
-    if name == "helpdesk":
-        assert make_corpus(cfg.corpus, REPO).load().summary()["documents"] == 28
-    else:  # the ready entries point at ../shared/datasets, read from the repository root
-        assert (REPO / cfg.corpus.path / "qrels" / f"{cfg.corpus.split}.tsv").is_file()
+    source = make_corpus(cfg.corpus, REPO)
+    assert type(source).__name__ == cls
+    if name in ("helpdesk", "beir"):
+        assert source.load().summary()["documents"] == 28
+
+
+def test_no_corpus_entry_points_at_a_folder_users_do_not_have():
+    for path in (REPO / "conf").rglob("*.yaml"):
+        assert "../shared" not in path.read_text(), path
 
 
 @pytest.mark.parametrize("name", entries("metrics"))

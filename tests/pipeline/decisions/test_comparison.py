@@ -110,10 +110,10 @@ def test_a_candidate_worse_on_some_metric_is_not_promoted_unless_forced(tmp_path
 
 
 @pytest.fixture
-def other_judgments(tmp_path, shared_datasets):
+def other_judgments(tmp_path, helpdesk_folder):
     """The help-desk corpus with one judgment removed: same documents, different judgments."""
     folder = tmp_path / "helpdesk-edited"
-    shutil.copytree(shared_datasets / "helpdesk", folder)
+    shutil.copytree(helpdesk_folder, folder)
     qrels = folder / "qrels" / "test.tsv"
     lines = qrels.read_text().splitlines()
     qrels.write_text("\n".join(lines[:-1]) + "\n")
@@ -147,10 +147,11 @@ def test_a_missing_store_or_run_is_a_usage_error(tmp_path, capsys):
     assert not (tmp_path / "none.db").exists()
 
 
-def test_bm25_against_a_degraded_bm25_on_scifact_is_worse(tmp_path, empty_store, shared_datasets, capsys):
+def test_bm25_against_a_degraded_bm25_on_scifact_is_worse(tmp_path, empty_store, scifact_folder, capsys):
     shutil.copy(empty_store, tmp_path / "mlflow.db")
-    bm25 = log_run(tmp_path, "corpus=scifact", "metrics=beir")
-    degraded = log_run(tmp_path, "corpus=scifact", "metrics=beir", "retriever.k1=0", "retriever.b=0")
+    scifact = ["corpus=scifact", f"corpus.path={scifact_folder}", "metrics=beir"]
+    bm25 = log_run(tmp_path, *scifact)
+    degraded = log_run(tmp_path, *scifact, "retriever.k1=0", "retriever.b=0")
     capsys.readouterr()
     assert compare(tmp_path, bm25, degraded) == 0
     out = capsys.readouterr().out

@@ -17,9 +17,9 @@ def runs_by_status(folder):
     return client, client.search_runs([experiment.experiment_id])
 
 
-def test_a_failed_sweep_point_leaves_the_other_runs_intact_and_fails_the_parent(launch_dir, shared_datasets):
+def test_a_failed_sweep_point_leaves_the_other_runs_intact_and_fails_the_parent(launch_dir, helpdesk_folder):
     tmp_path = launch_dir
-    helpdesk = shared_datasets / "helpdesk"
+    helpdesk = helpdesk_folder
     missing = tmp_path / "no-such-corpus"
     done = run_pipeline(tmp_path, "-m", "corpus=beir", f"corpus.path={helpdesk},{missing}", "retriever=bm25",
                         "hydra/launcher=joblib")  # jobs in worker processes: nothing comes back but MLflow

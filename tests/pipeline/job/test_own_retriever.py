@@ -100,9 +100,9 @@ def test_tantivy_as_a_class_as_a_service_and_as_a_run_file_scores_the_same_on_th
 
 
 @pytest.mark.slow
-def test_tantivy_three_ways_scores_the_same_on_scifact(folder, shared_datasets):
-    collection = load_beir(shared_datasets / "scifact", "test", None, False)
-    found = three_routes(folder, collection, ["corpus=scifact", f"corpus.path={shared_datasets / 'scifact'}"])
+def test_tantivy_three_ways_scores_the_same_on_scifact(folder, scifact_folder):
+    collection = load_beir(scifact_folder, "test", None, False)
+    found = three_routes(folder, collection, ["corpus=scifact", f"corpus.path={scifact_folder}"])
     assert_same_figures(found, len(collection.query_ids))
 
 

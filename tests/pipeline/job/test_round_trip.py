@@ -21,6 +21,7 @@ from mlflow import MlflowClient
 from metrics.cli import main as metrics_cli
 from metrics.spec import MetricSpec, parse_metric
 from pipeline.common.names import PER_QUESTION_FILE, RECORD_FILE, RUN_FILE, TAG_OUTPUT_DIR
+from tests import datasets
 from tests.pipeline.helpers import REPO, log_run
 
 MEASURES = "[hit_rate,recall,precision,mrr,ndcg,map,r_precision,bpref,judged]"
@@ -141,9 +142,9 @@ def corpus(name: str, place: Path) -> tuple[list[str], Path]:
     if name == "ties":
         folder = place / "ties" if (place / "ties").is_dir() else tie_corpus(place / "ties")
     else:
-        folder = REPO.parent / "shared" / "datasets" / name
-        if not folder.is_dir():
-            pytest.skip(f"{folder} is not there")
+        folder = datasets.find(name, place / "unpacked")
+        if folder is None:
+            pytest.skip(datasets.missing(name))
     return ["corpus=beir", f"corpus.path={folder}", f"corpus.name={name}"], folder / "qrels" / "test.tsv"
 
 

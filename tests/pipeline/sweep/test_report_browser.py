@@ -142,9 +142,9 @@ def test_a_grid_report_shows_its_parameter_table_and_response_plot(browser, grid
         opened.close()
 
 
-def test_a_300_question_12_system_scifact_report_keeps_its_budget(browser, tmp_path, empty_store, shared_datasets):
+def test_a_300_question_12_system_scifact_report_keeps_its_budget(browser, tmp_path, empty_store, scifact_folder):
     (tmp_path / "mlflow.db").write_bytes(empty_store.read_bytes())
-    report = sweep_report(tmp_path, "corpus=scifact", f"corpus.path={shared_datasets / 'scifact'}", "metrics=beir",
+    report = sweep_report(tmp_path, "corpus=scifact", f"corpus.path={scifact_folder}", "metrics=beir",
                           *SCIFACT_GRID)
     opened = check_renders_offline(browser, report, images=4)
     try:

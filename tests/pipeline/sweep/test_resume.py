@@ -82,7 +82,7 @@ def test_a_sweep_killed_after_its_second_job_resumes_and_logs_every_job_exactly_
 
 
 @pytest.mark.slow
-def test_a_server_stopped_mid_sweep_then_sync_logs_every_result_exactly_once(tmp_path, shared_datasets):
+def test_a_server_stopped_mid_sweep_then_sync_logs_every_result_exactly_once(tmp_path, scifact_folder):
     """SciFact jobs (seconds each) so the server is surely down before the last two jobs log."""
     settings = ServerSettings(backend_store_uri=f"sqlite:///{tmp_path / 'server.db'}",
                               artifacts_destination=str(tmp_path / "artifacts"), workers=1)
@@ -90,7 +90,7 @@ def test_a_server_stopped_mid_sweep_then_sync_logs_every_result_exactly_once(tmp
     sweep_dir = tmp_path / "sweep"
     with tracking_server(settings) as server:
         settings = replace(settings, port=server.port)  # to restart it on the same port
-        args = ["-m", "corpus=beir", f"corpus.path={shared_datasets / 'scifact'}", "metrics=beir",
+        args = ["-m", "corpus=beir", f"corpus.path={scifact_folder}", "metrics=beir",
                 f"retriever.k1={','.join(K1)}", f"hydra.sweep.dir={sweep_dir}", "tracking=server",
                 f"tracking.uri={server.uri}"]
         log = (tmp_path / "sweep.log").open("w")

@@ -1,0 +1,90 @@
+"""Where the tests find the public collections they check against (SciFact, Cranfield), and nothing else does.
+
+In this order: the folder ``RANKSCOPE_DATASETS`` names (one BEIR-layout folder per collection: ``scifact/``,
+``cranfield/``), ``../shared/datasets`` beside the repository (CI's), or, for SciFact, ir_datasets' own cache
+(``IR_DATASETS_HOME``, ``~/.ir_datasets``: ``beir/scifact/source.zip``, unpacked once per session). A test that
+needs a collection found nowhere is skipped with one reason line; the trec_eval suite ships in ``tests/``.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DATASETS_ENV = "RANKSCOPE_DATASETS"
+SHARED_DATASETS = REPO.parent / "shared" / "datasets"
+TREC_EVAL_SUITE = REPO / "tests" / "metrics" / "trec_eval"  # NIST trec_eval 10.0's test files (see _README there)
+SCIFACT_ZIP = Path("beir") / "scifact" / "source.zip"  # ir_datasets' cache path for BEIR SciFact
+IRDS_HOME_ENV = "IR_DATASETS_HOME"
+
+
+def datasets_folder() -> Path | None:
+    """The folder of BEIR-layout collections: ``$RANKSCOPE_DATASETS``, else ``../shared/datasets``."""
+    named = os.environ.get(DATASETS_ENV)
+    for folder in ([Path(named)] if named else []) + [SHARED_DATASETS]:
+        if folder.is_dir():
+            return folder
+    return None
+
+
+def irds_home() -> Path:
+    return Path(os.environ.get(IRDS_HOME_ENV, Path.home() / ".ir_datasets"))
+
+
+USERS_IRDS_HOME = irds_home()  # before the tests point IR_DATASETS_HOME at their own (tests/conftest.py)
+
+
+def collection_folder(name: str) -> Path | None:
+    folder = datasets_folder()
+    if folder is not None and (folder / name / "queries.jsonl").is_file():
+        return folder / name
+    return None
+
+
+def find(name: str, scratch: Path) -> Path | None:
+    """The collection's BEIR folder wherever this machine has it (SciFact may be unpacked into ``scratch``)."""
+    found = collection_folder(name)
+    if found is None and name == "scifact":
+        found = scifact_from_irds_cache(scratch)
+    return found
+
+
+def scifact_from_irds_cache(into: Path) -> Path | None:
+    """SciFact as a BEIR folder, unpacked from ir_datasets' cached download (None when it is not there)."""
+    archive = USERS_IRDS_HOME / SCIFACT_ZIP
+    if not archive.is_file():
+        return None
+    if not (into / "scifact" / "queries.jsonl").is_file():
+        with zipfile.ZipFile(archive) as packed:
+            packed.extractall(into)
+    return into / "scifact"
+
+
+def seed_irds_home(home: Path, scifact: Path) -> Path:
+    """An ``IR_DATASETS_HOME`` holding SciFact as ir_datasets downloads it (``beir/scifact/source.zip``, its corpus
+    uncompressed), made from a BEIR folder: ir_datasets takes a file already at its cache path as downloaded."""
+    archive = home / SCIFACT_ZIP
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as packed:
+        corpus = scifact / "corpus.jsonl"
+        if corpus.is_file():
+            packed.write(corpus, "scifact/corpus.jsonl")
+        else:
+            import gzip
+
+            with gzip.open(scifact / "corpus.jsonl.gz", "rb") as handle:
+                packed.writestr("scifact/corpus.jsonl", handle.read())
+        packed.write(scifact / "queries.jsonl", "scifact/queries.jsonl")
+        for qrels in sorted((scifact / "qrels").glob("*.tsv")):
+            packed.write(qrels, f"scifact/qrels/{qrels.name}")
+    return home
+
+
+def missing(name: str) -> str:
+    """The one reason line of a skipped test."""
+    where = f"${DATASETS_ENV}/{name}, {SHARED_DATASETS}/{name}"
+    if name == "scifact":
+        where += f" or {USERS_IRDS_HOME / SCIFACT_ZIP}"
+    return f"{name} not found ({where}): set {DATASETS_ENV} to a folder holding it in BEIR layout"
