@@ -42,7 +42,7 @@ def library() -> ModuleType:
     try:
         import ir_datasets
     except ImportError:
-        raise InputError("reading a collection by name needs the ir_datasets package: pip install ir-datasets") from None
+        raise InputError("a collection by name needs the ir_datasets package: pip install ir-datasets") from None
     logger = ir_datasets.log.easy().logger()  # made (at level INFO) on first use: then set its level
     logger.setLevel(logging.ERROR)
     return ir_datasets
@@ -76,8 +76,9 @@ def split_of(dataset_id: str) -> str | None:
 
 
 def with_split(dataset_id: str, split: str | None) -> str:
-    """The id a split asks for: the id itself (no split, or its own); a child (``beir/scifact`` + ``test``); or a
-    sibling (``beir/scifact/test`` + ``train``). Anything else keeps the id, and :func:`check` says what exists."""
+    """The id a split asks for: the id itself (no split, its own, or ``test`` of a dataset without splits); a child
+    (``beir/scifact`` + ``test``); or a sibling (``beir/scifact/test`` + ``train``). Anything else is one line
+    naming the splits there are."""
     if not split or split == split_of(dataset_id):
         return dataset_id
     ids = set(known_ids())
@@ -94,10 +95,9 @@ def with_split(dataset_id: str, split: str | None) -> str:
 
 def splits_of(dataset_id: str) -> list[str]:
     """The splits beside (or below) an id that have judgments: what ``corpus.split`` may name."""
-    ids = known_ids()
     parent = dataset_id.rpartition("/")[0] if split_of(dataset_id) else dataset_id
-    found = sorted(i.rpartition("/")[2] for i in ids if i.rpartition("/")[0] == parent and "/" not in
-                   i[len(parent) + 1:] and _has(i, "qrels"))
+    children = [i for i in known_ids() if i.rpartition("/")[0] == parent]
+    found = sorted(i.rpartition("/")[2] for i in children if _has(i, "qrels"))
     return found or (["test"] if _has(dataset_id, "qrels") else [])
 
 
