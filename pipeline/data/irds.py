@@ -173,8 +173,8 @@ def missing_data(dataset_id: str, exc: BaseException) -> InputError | None:
     if not urls:  # a file the dataset's terms require you to obtain yourself: ir_datasets says how
         return InputError(f"corpus.id={dataset_id}: the data is not on this machine: {one_line(exc)}")
     name = Path(str(target)).name
-    return InputError(f"corpus.id={dataset_id}: the data is not on this machine and could not be downloaded "
-                      f"({type(exc).__name__}): ir_datasets expects {urls[0]} at {target} (IR_DATASETS_HOME="
+    return InputError(f"corpus.id={dataset_id}: the data is not on this machine and could not be downloaded: "
+                      f"ir_datasets expects {urls[0]} at {target} (IR_DATASETS_HOME="
                       f"{home()}). Where there is network, run 'curl -L -o {name} {urls[0]}' and copy {name} to "
                       f"{target}")
 
