@@ -90,6 +90,8 @@ def _read_records(path: Path, what: str, notes: Notes) -> tuple[list[str], list[
         texts.append(text)
         if not text:
             empty.append(ident)
+    if not ids:  # said as it is: else every judgment names a missing question, and nothing is left to evaluate
+        raise InputError(f"the file is empty: it holds no {what}", path)
     if empty:
         kind = EMPTY_DOCUMENTS if what == "document" else EMPTY_QUESTIONS
         notes.add(f"{path}: {len(empty)} {what}(s) with empty text: {_listing(empty)}", kind, empty,
