@@ -11,7 +11,8 @@ under load depends on timing; this is how to find it before a user does.
 Prints one line per run (passed, failed, seconds, the load average) and a summary with every failed test's id, and
 writes them to ``--out`` (default ``stress.md`` in the working folder). Exit status 1 if any run failed.
 
-Also a pytest plugin (``-p tests.stress``): with ``RANKSCOPE_STRESS=stops`` set, it keeps only the stopping tests.
+Also a pytest plugin (``-p tests.stress``): with ``RANKSCOPE_STRESS=stops`` set, it keeps only the stopping tests
+(collected once; each run then names them, so that only their files are collected).
 """
 
 from __future__ import annotations
@@ -94,6 +95,13 @@ def run_pytest(kind: str, number: int, extra: list[str], env: dict[str, str], lo
                    counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0), seconds, load, failures)
 
 
+def stopping_tests(env: dict[str, str], extra: list[str]) -> list[str]:
+    """The node ids of the tests that stop a process, collected once: each run then collects only their files."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "tests.stress", *extra],
+                          cwd=REPO, env={**env, SELECT: "stops"}, capture_output=True, text=True, check=False)
+    return [line for line in done.stdout.splitlines() if "::" in line and not line.startswith(" ")]
+
+
 def busy_loops(count: int) -> list[subprocess.Popen]:
     """``count`` processes that keep a core busy each: ``yes > /dev/null`` (a Python loop where there is no yes)."""
     command = ["yes"] if shutil.which("yes") else [sys.executable, "-c", "while True: pass"]
@@ -112,18 +120,22 @@ def main(argv: list[str] | None = None) -> int:
     logs = args.logs or Path(os.environ.get("TMPDIR", "/tmp")) / f"rankscope-stress-{os.getpid()}"
     logs.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    stops = stopping_tests(env, args.pytest_args) if args.stop_runs else []
+    if args.stop_runs and not stops:
+        print(f"{parser.prog}: no test that stops a process was found", file=sys.stderr)
+        return 2
     plan = [("suite", i, []) for i in range(1, args.suite_runs + 1)]
-    plan += [("stops", i, ["-p", "tests.stress"]) for i in range(1, args.stop_runs + 1)]
+    plan += [("stops", i, stops) for i in range(1, args.stop_runs + 1)]
     header = (f"Stress: {args.busy} busy loop(s) beside, {args.suite_runs} run(s) of the default suite, "
-              f"{args.stop_runs} of the tests that stop a process (load averages: 1, 5, 15 min, at each run's end)\n\n"
+              f"{args.stop_runs} of the {len(stops)} tests that stop a process (load averages: 1, 5, 15 min, at each "
+              f"run's end)\n\n"
               "| tests | run | passed | failed | seconds | load | failed tests |\n|---|---:|---:|---:|---:|---|---|")
     print(header, flush=True)
     outcomes: list[Outcome] = []
     loops = busy_loops(args.busy)
     try:
         for kind, number, extra in plan:
-            run_env = {**env, SELECT: "stops"} if kind == "stops" else env
-            outcome = run_pytest(kind, number, [*extra, *args.pytest_args], run_env, logs / f"{kind}-{number}.log")
+            outcome = run_pytest(kind, number, [*args.pytest_args, *extra], env, logs / f"{kind}-{number}.log")
             outcomes.append(outcome)
             print(outcome.line(), flush=True)
     except KeyboardInterrupt:
