@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
               "| tests | run | passed | failed | seconds | load | failed tests |\n|---|---:|---:|---:|---:|---|---|")
     print(header, flush=True)
     outcomes: list[Outcome] = []
+    stopped = False
     loops = busy_loops(args.busy)
     try:
         for kind, number, extra in plan:
@@ -139,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             outcomes.append(outcome)
             print(outcome.line(), flush=True)
     except KeyboardInterrupt:
+        stopped = True
         print("stopped by Ctrl-C: the table holds the runs that ended", file=sys.stderr)
     finally:
         for loop in loops:
@@ -156,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join([header, *(o.line() for o in outcomes), "", *summary, f"pytest output: {logs}"]) + "\n"
     args.out.write_text(text, encoding="utf-8")
     print("\n" + "\n".join(summary) + f"\n(written to {args.out}; pytest output in {logs})", flush=True)
-    return 1 if failed else 0
+    return 130 if stopped else 1 if failed else 0
 
 
 if __name__ == "__main__":
