@@ -1,7 +1,8 @@
 """``python -m bench``: rankscope's BM25 and metrics against their peers, side by side, in one run.
 
 Each measurement runs in a fresh process (JIT warm-up and peak memory counted as a user pays them), is
-repeated, and the median is kept. Prints a markdown table and writes it to bench/RESULTS.md.
+repeated, and the median is kept. Prints a markdown table and writes it to bench/results/RESULTS.md (scratch, not
+committed); the committed bench/RESULTS.md, which the guides quote, is replaced only when named: --out bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -28,7 +29,20 @@ def parse_sizes(text: str) -> list[int]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+# The peers each part compares with: the bench extra (pip install 'rankscope[bench]', or make bench)
+PEERS = {"bm25": ("bm25s", "numba", "rank_bm25"), "metrics": ("pytrec_eval", "ranx")}
+EXTRA = "pip install 'rankscope[bench]'"
+
+
+def missing_peers(bm25: bool, metrics: bool) -> list[str]:
+    """The peers the parts asked for need and this environment lacks (looked up, not imported)."""
+    import importlib.util
+
+    wanted = [*(PEERS["bm25"] if bm25 else ()), *(PEERS["metrics"] if metrics else ())]
+    return [name for name in wanted if importlib.util.find_spec(name) is None]
+
+
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--sizes", default="10k,100k,1m", help="synthetic corpus sizes (default: 10k,100k,1m)")
     parser.add_argument("--heavy-sizes", default="10k,100k,1m",
@@ -45,12 +59,28 @@ def main(argv: list[str] | None = None) -> int:
                         help="a smoke run: 10k documents, 200/1000 questions, one repeat, 2,000 metric questions")
     parser.add_argument("--reuse", action="store_true",
                         help="read measurements already in the work folder instead of running them again")
-    parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "RESULTS.md",
+                        help="where the table goes (default: bench/results/RESULTS.md, not committed; the committed "
+                             "bench/RESULTS.md only when named here)")
     parser.add_argument("--work", type=Path, default=HERE / "results", help="scratch folder (corpora, outputs)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = make_parser()
     args = parser.parse_args(argv)
+    return run(parser, args)
+
+
+def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.quick:
         args.sizes, args.questions, args.repeats, args.repeats_1m = "10k", "200,1000", 1, 1
         args.heavy_sizes = "10k"
+    missing = missing_peers(not args.no_bm25, not args.no_metrics)
+    if missing:
+        print(f"{parser.prog}: the peers to compare with are not installed ({', '.join(missing)}): {EXTRA}, or "
+              f"make bench; --no-bm25 or --no-metrics leaves a part out", file=sys.stderr)
+        return 2
     first, steady = (int(x) for x in args.questions.split(","))
     report.REUSE = args.reuse
     table = run_all(
@@ -67,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         duel_rounds=args.duel_rounds,
     )
     print(table)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(table)
     print(f"\nwritten to {args.out}", file=sys.stderr)
     return 0

@@ -2,8 +2,11 @@
 
 Output is ``measure<TAB>query<TAB>value`` in trec_eval's layout (name left-justified to 22 characters, values
 to 4 decimals, counts as integers, measures in trec_eval's order whatever the order of ``-m``), so it can be
-diffed line for line against trec_eval. One difference is deliberate: a judged query without any relevant
-judgment at the level is left out of the means and named on stderr (trec_eval would score it 0).
+diffed line for line against trec_eval. A mean is summed as trec_eval sums it, one float added at a time in query
+order (:func:`running_mean`), so that it rounds to the same 4th decimal where the mean sits on an exact half (a job
+sums its means exactly, ``metrics.bootstrap.exact_mean``: the two differ by a unit in the last place at most). A run
+file with no result line is refused, as trec_eval refuses it. One difference is deliberate: a judged query without
+any relevant judgment at the level is left out of the means and named on stderr (trec_eval would score it 0).
 """
 
 from __future__ import annotations
@@ -92,7 +95,6 @@ def report(
     Queries counted: those with a relevant judgment (grade >= ``level``) that are in the run, or all of them
     with ``complete`` (trec_eval's -c: a judged query missing from the run scores 0).
     """
-    from metrics.bootstrap import exact_mean
     from metrics.scoring import EvalSettings, score
 
     if level < 0:
@@ -104,7 +106,8 @@ def report(
         raise InputError("no query has both results and a relevant judgment" if not complete
                          else f"no query has a relevant judgment at level {level}")
     row = {q: i for i, q in enumerate(scores.query_ids)}
-    queries = sorted(row, key=lambda q: str(q).encode())
+    queries = sorted(row, key=lambda q: str(q).encode())  # trec_eval's order: its query ids compared by strcmp
+    order = [row[q] for q in queries]
     in_run = set(run.query_ids.tolist())
     left_out = [q for q in scores.without_judgments if complete or q in in_run]
     notes = []
@@ -124,7 +127,7 @@ def report(
             values = values[row[query] : row[query] + 1]
         if col.spec is None:
             return int(values.sum())
-        return float(exact_mean(values)[0])
+        return values[0] if query is not None else running_mean(values[order])
 
     lines = []
     if per_question:
@@ -132,6 +135,16 @@ def report(
             lines.extend(_line(c.name, q, value(c, q)) for c in cols if c.family not in SUMMARY_ONLY)
     lines.extend(_line(c.name, "all", value(c, None)) for c in cols)
     return lines, notes
+
+
+def running_mean(values: Sequence[float]) -> float:
+    """The mean as trec_eval computes it: a double added to a running sum one value at a time, in the order given
+    (its query order), then divided by the count. Where the exact mean sits on a half at the 4th decimal (255/60000)
+    the running sum's last bit decides which way it rounds, and trec_eval prints what this gives."""
+    total = 0.0
+    for value in values:
+        total += float(value)
+    return total / len(values) if len(values) else float("nan")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -178,6 +191,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
         qrels = read_qrels(args.qrels)
         run = read_trec_run(args.run)
+        if not len(run.query_ids) or not run.lengths.any():
+            raise InputError("the run holds no result line: nothing to evaluate (trec_eval refuses it too)", args.run)
         if args.max_docs is not None:
             if args.max_docs < 1:
                 raise InputError(f"-M must be at least 1, not {args.max_docs}")

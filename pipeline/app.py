@@ -23,8 +23,9 @@ from omegaconf.errors import OmegaConfBaseException
 
 from pipeline.common import collector, commands, interrupts, progress
 from pipeline.common.names import MULTIRUN_CONFIG, PROG, TAG_KIND
-from pipeline.common.redact import mask_yaml_file, one_line, redact_log_records, redact_std_streams
+from pipeline.common.redact import mask_yaml_file, one_line, redact_log_records, redact_std_streams, redact_text
 from pipeline.config import schema
+from pipeline.config.overrides import readable, unreadable
 from pipeline.config.paths import CONF_DIR
 from pipeline.job.context import JobContext, config_tags
 from pipeline.job.run import JobFailed, execute_job, finish_waiting
@@ -82,6 +83,7 @@ def task(cfg: DictConfig) -> str | float | None:
         job_num=int(hydra_cfg.job.num) if multirun else 0,
         overrides=[unescape(o) for o in hydra_cfg.overrides.task],
         choices={str(k): str(v) for k, v in hydra_cfg.runtime.choices.items() if v is not None},
+        log_file=Path(hydra_cfg.runtime.output_dir) / f"{hydra_cfg.job.name}.log",
     )
     progress.configure(bool(cfg.get("quiet", False)), ctx.choices.get("hydra/launcher", "basic"))
     if not multirun:
@@ -149,6 +151,7 @@ def main() -> None:
     """
     redact_std_streams()
     interrupts.install()  # cron, systemd, CI: SIGTERM stops the command as Ctrl-C does, then exit 143
+    sys.argv[1:] = readable(sys.argv[1:])  # retriever.url=http://HOST/search?ms=20 works unquoted
     if os.environ.get("HYDRA_FULL_ERROR"):
         _hydra_main()
         return
@@ -171,6 +174,8 @@ def _report(exc: Exception) -> None:
     bug and goes on with its traceback."""
     if isinstance(exc, (HydraException, OmegaConfBaseException)):
         reason = one_line(exc)
+        if named := unreadable(exc):  # Hydra's parse error names no override: "mismatched input '='"
+            reason = redact_text(f"{named}: {reason}")
         if "Could not find 'hydra/sweeper/optuna'" in reason:
             reason += f": tuning sweeps need the optional package hydra-optuna-sweeper: {TUNE_HINT}"
         print(f"{PROG}: config: {reason}", file=sys.stderr, flush=True)

@@ -13,19 +13,23 @@ richer protocol: it is used as it is, without this adapter.
 
 What comes back is checked before anything is scored. Ids the corpus does not hold are dropped and reported (how
 many, and the first few: :meth:`ExternalSearch.notes`), as are ids listed twice for one question (the first kept)
-and questions whose scores are not in descending order. A score that is not a finite number (a string, a bool,
-NaN), or an answer of the wrong shape, stops the job with one line naming the question, the engine and the first
-200 characters of the answer; so does an engine's own :class:`BadAnswer`. Each question's documents are then
-ordered as trec_eval orders a run file (score descending, ties by document id descending) and, when there are more
-than ``k``, the first ``k`` of that order are kept: the figures equal those of the same results written as a TREC
-run and read with ``retriever=run_file``.
+and questions whose scores are not in descending order; a question left with no result (an empty answer, or none
+the corpus holds) scores 0, and is counted and named in a note too. A score that is not a finite number (a string,
+a bool, NaN), or an answer of the wrong shape, stops the job with one line naming the question, the engine and the
+first 200 characters of the answer; so does an engine's own :class:`BadAnswer`. An engine whose ``search`` (or
+``index``) raises anything else stops the job with :class:`EngineFailed`: one line naming the engine, the exception
+and the question it raised on (found by asking the engine each question of the batch alone), its traceback kept
+for the job's log. Each question's documents are then ordered as trec_eval orders a run file (score descending,
+ties by document id descending) and, when there are more than ``k``, the first ``k`` of that order are kept: the
+figures equal those of the same results written as a TREC run and read with ``retriever=run_file``.
 """
 
 from __future__ import annotations
 
 import math
+import traceback
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -67,6 +71,37 @@ class BadAnswer(InputError):
         return self.problem if self.answer is None else f"{self.problem}: {shown(self.answer) or '(empty)'}"
 
 
+class EngineFailed(InputError):
+    """A user's engine raised: the job stops on one line (which question, which exception), not on a traceback; the
+    traceback (:attr:`details`) goes into the job's log."""
+
+    def __init__(self, message: str, details: str) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+def engine_failed(where: str, exc: BaseException, what: str, query_ids: Sequence[str], texts: Sequence[str],
+                  alone: Callable[[int], object] | None = None) -> EngineFailed:
+    """:class:`EngineFailed` for ``exc``, raised by ``what`` (``search()``) of the engine ``where`` over the batch of
+    ``query_ids``: the question it raised on is the batch's only one, else the first that raises asked alone
+    (``alone(i)`` asks question ``i`` by itself); a batch every question of which passes alone is said to be one."""
+    failing: int | None = 0 if len(query_ids) == 1 else None
+    if failing is None and alone is not None:
+        for i in range(len(query_ids)):
+            try:
+                alone(i)
+            except Exception:  # the user's code: whatever it raises
+                failing = i
+                break
+    if failing is not None:
+        on = f"on question {query_ids[failing]} ({shown(texts[failing])[:60]!r})"
+    else:
+        on = f"on a batch of {len(query_ids)} questions (each passes alone)" if query_ids else ""
+    reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return EngineFailed(f"{where}: {what} raised {on}: {shown(reason)}".replace("  ", " "), details)
+
+
 def describe(engine: Any) -> str:
     """How messages name an engine: its own ``describe()`` (an HTTP engine gives its URL, credentials masked),
     else its class."""
@@ -84,6 +119,8 @@ class ExternalSearch(Retriever):
     _repeated: Counter = field(default_factory=Counter, init=False, repr=False)
     _unsorted: list[str] = field(default_factory=list, init=False, repr=False)
     _cut: int = field(default=0, init=False, repr=False)
+    _empty: list[str] = field(default_factory=list, init=False, repr=False)  # questions left with no result
+    _unanswered: int = field(default=0, init=False, repr=False)  # ... of which the engine's answer was empty
 
     def __post_init__(self) -> None:
         if not callable(getattr(self.engine, "search", None)):
@@ -94,7 +131,12 @@ class ExternalSearch(Retriever):
         self._known = pd.Index(list(docs.doc_ids), dtype=object)
         own = getattr(self.engine, "index", None)
         if callable(own):
-            own(list(docs.doc_ids), list(docs.doc_texts))
+            try:
+                own(list(docs.doc_ids), list(docs.doc_texts))
+            except InputError:
+                raise
+            except Exception as exc:  # the user's code: whatever it raises
+                raise engine_failed(describe(self.engine), exc, "index()", [], []) from None
         return self
 
     def rank(self, query_ids: Sequence[str], texts: Sequence[str], depth: int = 100) -> Run:
@@ -107,6 +149,11 @@ class ExternalSearch(Retriever):
         except BadAnswer as exc:
             qid = query_ids[exc.position] if 0 <= exc.position < len(query_ids) else "?"
             raise InputError(f"{where}: question {qid} ({shown(exc.text)[:60]!r}): {exc.detail}") from None
+        except InputError:
+            raise
+        except Exception as exc:  # the user's code: whatever it raises
+            raise engine_failed(where, exc, "search()", query_ids, texts,
+                                lambda i: self.engine.search([texts[i]], depth)) from None
         listed = isinstance(answers, Sequence) and not isinstance(answers, str | bytes)
         if not listed or len(answers) != len(texts):
             count = len(answers) if listed else "no list"
@@ -134,6 +181,12 @@ class ExternalSearch(Retriever):
         known = self._known.get_indexer(pd.Index(frame["d"], dtype=object)) >= 0 if len(frame) else np.zeros(0, bool)
         for doc in frame.loc[~known, "d"]:
             self._unknown[doc] += 1
+        answered = set(frame["q"].tolist())
+        kept = set(frame.loc[known, "q"].tolist())
+        for qid in map(str, query_ids):
+            if qid not in kept:
+                self._empty.append(qid)
+                self._unanswered += qid not in answered
         # trec_eval's order first, then the first `depth` of it (select_rows): the best k, whatever the engine's order
         return select_rows(run_from_frame(frame[known], self.name), query_ids, depth, self.name)
 
@@ -180,6 +233,13 @@ class ExternalSearch(Retriever):
         if self._cut:
             found.append(Note(f"{where}: {self._cut} question(s) got more results than asked for (the first k kept, "
                               f"in trec_eval's order)", "questions_over_k", self._cut))
+        if self._empty:
+            unknown = len(self._empty) - self._unanswered
+            why = ", ".join(part for part in (f"{self._unanswered} with an empty answer" if self._unanswered else "",
+                                              f"{unknown} with no id the corpus holds" if unknown else "") if part)
+            found.append(Note(f"{where}: {len(self._empty)} question(s) got no result and score 0 ({why}): "
+                              f"{listing(self._empty)}", "questions_without_results", len(self._empty),
+                              self._empty[:SHOWN]))
         if self._unsorted:
             found.append(Note(f"{where}: {len(self._unsorted)} question(s) have scores that are not in descending "
                               f"order: {listing(self._unsorted)} (ranked by score, higher first, as trec_eval does)",

@@ -22,7 +22,8 @@ Every missed question gets exactly one of five causes, decided in this order:
    taken in another context (below), else **vocabulary_gap** (with an empty ranking: no candidate at all).
 2. **term_weighting**: a relevant document matches at least as much of the question's weight as the first
    result, or the first result has no distinguishing term: every question word that lifted it, a relevant
-   document has too. The words are there; the ranking weighed them against the relevant documents.
+   document has too. The words are there; the ranking weighed them against the relevant documents. (With an
+   empty ranking, a relevant document holding a question term: "an empty ranking, though ...".)
 3. **common_terms**: the first result's distinguishing terms are all common (none rare): only frequent
    words set it apart.
 4. **homonymy** (surface homonymy): a distinguishing term is rare, the first result matches less than
@@ -217,9 +218,12 @@ def diagnosis_text(table: pd.DataFrame, system: str, cutoff: int = 3) -> str:
     """A short terminal section: the counts, then each failing question with its evidence."""
     counts = failure_counts(table)
     failing = table[table["missed"] | table[list(CLASSES)].any(axis=1)] if len(table) else table
+    missed = int(table["missed"].sum()) if len(table) else 0
     summary = ", ".join(f"{LABELS[c]} {n}" for c, n in counts.items())
-    lines = [f"Diagnosis of {system}: {len(failing)} of {len(table)} questions fail at top {cutoff} "
-             f"or carry a failure class ({summary})"]
+    # the missed questions, which the causes add up to; a question found in time can still carry a class (duplicates)
+    also = len(failing) - missed
+    more = f"; {also} more found in time carr{'ies' if also == 1 else 'y'} a failure class" if also else ""
+    lines = [f"Diagnosis of {system}: {missed} of {len(table)} questions fail at top {cutoff}{more} ({summary})"]
     for qid, question, diagnosis, evidence in zip(failing.index.tolist(), failing["question"].tolist(),
                                                  failing["diagnosis"].tolist(), failing["evidence"].tolist()):
         lines.append(f"  {qid} {question!r}: {diagnosis}")  # the columns as lists: no Series built per row
@@ -548,6 +552,8 @@ def _relevant_ranks(run: Run, rows: np.ndarray, retrieved: np.ndarray,
     names = [d for r in relevant for d in r]
     if not len(pair_q):
         return out
+    if run.depth == 0:  # every ranking empty: no relevant document is in any
+        return [dict.fromkeys(r, 0) for r in relevant]
     index = pd.Index([str(d) for d in run.doc_ids], dtype=object)
     if not index.is_unique:  # two run entries under one name: the ranking, read as names, decides
         for i, r in enumerate(relevant):
@@ -593,7 +599,7 @@ def _relevant_docs(collection: Collection, level: int) -> dict[str, list[str]]:
 def _rank_text(first: int, retrieved: int, depth: int) -> str:
     if first > 0:
         return str(first)
-    return f"beyond depth {depth}" if retrieved >= depth else NOT_RETRIEVED
+    return f"beyond depth {depth}" if 0 < retrieved >= depth else NOT_RETRIEVED  # an empty ranking is never full
 
 
 def _cause(e: _Evidence, settings: DiagnosisSettings) -> tuple[str, str]:
@@ -611,6 +617,9 @@ def _cause(e: _Evidence, settings: DiagnosisSettings) -> tuple[str, str]:
             return "vocabulary_gap", "no candidate at all"
         return "vocabulary_gap", f"no relevant document contains a question term; {first} matches {pct}"
     best = max(e.relevant_matches, key=e.relevant_matches.__getitem__)
+    if not e.retrieved:  # no first result to weigh against: the ranker returned nothing, though the words are there
+        return "term_weighting", (f"an empty ranking, though {best} matches {_pct(e.relevant_match)} of the "
+                                  f"question's weight")
     if e.relevant_match >= e.first_match:
         return "term_weighting", (f"{best} matches {_pct(e.relevant_match)} of the question's weight, {first} "
                                   f"{pct}, yet {first} ranks first")

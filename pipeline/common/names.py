@@ -60,6 +60,8 @@ DIAGNOSIS_FILE = "diagnosis.txt"
 NOTES_FILE = "notes.txt"  # TAG_NOTES's lines, in full; written only when the job has notes
 PLOTS_DIR = "plots"
 RECORD_FILE = "record.json"  # what the job's MLflow run will hold, written before anything is logged
+JOB_LOG_FILE = "rankscope.log"  # Hydra's log of the job (hydra.job.name in conf/config.yaml, plus .log); a failure's
+# traceback (a user's engine that raised) is added to it, and the FAILED run logs it
 
 # -- a sweep's folder (and its parent run's artifacts) -----------------------------------------------------------
 HANDOFF_FILE = "mlflow_sweep.json"  # the driver's hand-off to its jobs: parent run, experiment, swept keys

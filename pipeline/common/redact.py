@@ -32,11 +32,16 @@ _PAIR = re.compile(
     r"(?P<value>[^\s,;&'\"\]}]+)",
     re.IGNORECASE,
 )
-_BEARER = re.compile(r"(?P<key>\b(?:bearer|token|basic)\s+)[A-Za-z0-9._~+/=-]{12,}", re.IGNORECASE)
-# well-known token shapes: GitHub, GitLab, OpenAI-style, Slack, Hugging Face, AWS access key ids
+# an HTTP credential after its scheme: "Bearer" is one whatever follows (6 characters or more); "token" and "basic"
+# are also words of prose, so only a long run of token characters after them is taken for one
+_BEARER = re.compile(r"(?P<key>\b(?:bearer\s+(?=[A-Za-z0-9._~+/=-]{6})|(?:token|basic)\s+(?=[A-Za-z0-9._~+/=-]{12})))"
+                     r"[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
+# well-known token shapes, masked whatever key or text holds them: GitHub, GitLab, OpenAI-style (sk- and a digit among
+# 8 or more characters: "sk-learn" is a word, "sk-test-abc123" a key), Slack, Hugging Face, AWS access key ids
 _SHAPES = re.compile(
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|sk-[A-Za-z0-9_-]{20,}"
-    r"|xox[abprs]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{20,}|AKIA[0-9A-Z]{16})\b"
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}"
+    r"|sk-(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{8,}|xox[abprs]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{20,}"
+    r"|AKIA[0-9A-Z]{16})\b"
 )
 # config keys whose values are secrets whatever they look like
 _SECRET_KEY = re.compile(

@@ -80,6 +80,8 @@ class Records:
             first[ident] = number
             ids.append(ident)
             texts.append(text)
+        if not ids:  # said as it is: else every judgment names a missing question, and nothing is left to evaluate
+            raise InputError(f"the file is empty: it holds no {what}", where)
         return found
 
     def note_empty(self, notes: Notes) -> None:

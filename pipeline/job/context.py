@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.common.jsonfile import read_json, write_json
-from pipeline.common.names import HANDOFF_FILE
+from pipeline.common.names import HANDOFF_FILE, JOB_LOG_FILE
 from pipeline.data.collection import corpus_label
 
 
@@ -27,6 +27,11 @@ class JobContext:
     job_num: int = 0
     overrides: list[str] = field(default_factory=list)  # this job's command-line overrides
     choices: dict[str, str] = field(default_factory=dict)  # config group -> chosen option
+    log_file: Path | None = None  # Hydra's log of the job (None: ``output_dir / JOB_LOG_FILE``)
+
+    @property
+    def log(self) -> Path:
+        return self.log_file or self.output_dir / JOB_LOG_FILE
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,7 @@ def system_name(retriever_name: str, overrides: list[str], varying: list[str]) -
                 continue
             value = value.rsplit(".", 1)[-1]
         shown = key.removeprefix("retriever@").removeprefix("retriever.")
-        parts.append(f"{shown}={short_value(value)}")
+        parts.append(f"{shown}={short_value(unquoted(value))}")
     return " ".join([retriever_name, *parts])
 
 
@@ -92,6 +97,13 @@ def run_name(system: str, corpus: str) -> str:
     """An MLflow run's name: the system and the corpus it was measured on (``BM25 k1=0.9 · scifact``), so two
     corpora's runs of one system never share a name."""
     return f"{system} · {corpus}"
+
+
+def unquoted(value: str) -> str:
+    """A value as Hydra reads it when it is one quoted string (``'http://h/s?ms=20'``): without its quotes."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1].replace("\\" + value[0], value[0])
+    return value
 
 
 def short_value(value: str) -> str:

@@ -30,7 +30,7 @@ from pipeline.common.names import (
     TIME_PREFIX,
     UPPER,
 )
-from pipeline.common.redact import redact_tree
+from pipeline.common.redact import redact_text, redact_tree
 from pipeline.config.build import MetricPlan
 from pipeline.config.hydra_internals import yaml_text
 from pipeline.data.collection import Collection
@@ -166,7 +166,7 @@ def write_results(result: JobResult, out_dir: Path) -> list[Path]:
     files = [out_dir / CONFIG_FILE, out_dir / PER_QUESTION_FILE, out_dir / RUN_FILE, out_dir / MEANS_FILE]
     if notes := result.note_lines():
         files.append(out_dir / NOTES_FILE)
-        files[-1].write_text("".join(f"{note}\n" for note in notes), encoding="utf-8")
+        files[-1].write_text("".join(f"{redact_text(note)}\n" for note in notes), encoding="utf-8")
     return files
 
 

@@ -9,7 +9,9 @@
 - In a resumed sweep, a job whose result the parent run already holds (same config, corpus and code) is skipped.
 - A job that fails on bad input (a missing corpus folder, an unknown key added with ``+``, a value out of range)
   logs a FAILED run with the reason as a tag and prints that reason on one line; in a sweep the other jobs go on.
-  Any other exception also logs a FAILED run, then propagates (it is a bug, and deserves its traceback).
+  So does a user's retriever that raises (``retrievers.external.EngineFailed``: the line names the question it
+  raised on), its traceback added to the job's log, which the FAILED run keeps. Any other exception also logs a
+  FAILED run, then propagates (it is a bug of rankscope's, and deserves its traceback).
 - A job's two plots take a forked copy about 0.35 s to draw, longer than the rest of a small job's files. In a
   sweep whose jobs run in this process, a job therefore ends once its other files are written, and its record is
   completed (plots listed), saved and logged when the next job has computed its results (by then the plots are
@@ -68,6 +70,7 @@ from pipeline.job.diagnose import JobDiagnosis, diagnose_job
 from pipeline.job.results import JobResult, bootstrap, files_beside, score, write_results
 from pipeline.job.reuse import JobReuse
 from pipeline.tracking.destination import Destination, JobRecord, StoreUnavailable
+from retrievers.external import engine_failed
 
 if TYPE_CHECKING:
     from metrics.run import Run
@@ -86,6 +89,19 @@ def finish_waiting() -> None:
     by the sweep at its end or when it is stopped (the plots are then drawn here if their copy was stopped too)."""
     while _WAITING:
         _WAITING.pop()()
+
+
+OURS = ("retrievers", "pipeline", "metrics")  # packages whose exceptions are rankscope's bugs
+
+
+def users(retriever: Retriever) -> bool:
+    """Whether ``retriever`` is a user's own ``Retriever`` subclass (a user's ``search`` engine is behind
+    ``retrievers.external.ExternalSearch``, which reports its failures itself)."""
+    return type(retriever).__module__.partition(".")[0] not in OURS
+
+
+def engine_name(retriever: Retriever) -> str:
+    return f"{type(retriever).__module__}.{type(retriever).__qualname__}"
 
 
 class JobFailed(Exception):
@@ -123,7 +139,7 @@ def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = 
     except InputError as exc:
         interrupts.stop_if_interrupted(exc)
         finish_waiting()
-        return job.failed(str(exc))
+        return job.failed(str(exc), details=getattr(exc, "details", None))
     except Exception as exc:  # a bug: record the failure, then let it show its traceback
         interrupts.stop_if_interrupted(exc)  # not a bug: a clean-up that failed as a Ctrl-C unwound it
         finish_waiting()
@@ -148,7 +164,9 @@ class Job:
         self.cfg, self.ctx = cfg, ctx
         self.handle = SweepHandle.read(ctx.sweep_dir) if ctx.sweep_dir is not None else None
         varying = self.handle.varying if self.handle else []
-        self.system = system_name(str(cfg.retriever.get("name", "retriever")), ctx.overrides, varying)
+        # masked once here, the system's name is masked in every file and line made of it (run.trec's tag, the
+        # diagnosis's heading, the run's name, the plots): a setting of a user's class may be a key
+        self.system = redact_text(system_name(str(cfg.retriever.get("name", "retriever")), ctx.overrides, varying))
         self.tags = {**config_tags(cfg), TAG_SYSTEM: self.system, TAG_OVERRIDES: " ".join(ctx.overrides),
                      TAG_OUTPUT_DIR: str(ctx.output_dir), TAG_KIND: KIND_JOB if self.handle else KIND_RUN,
                      TAG_JOB: str(ctx.job_num), **(tags or {})}
@@ -213,13 +231,25 @@ class Job:
                 if isinstance(exc, InputError):
                     raise
                 raise InputError(f"retriever {retriever.name}: {exc}") from None
+            except Exception as exc:
+                if not users(retriever):
+                    raise
+                raise engine_failed(engine_name(retriever), exc, "index()", [], []) from None
         return retriever
 
     def rank(self, plan: JobPlan, retriever: Retriever, collection: Collection) -> Run:
+        ids, texts = collection.query_ids, collection.query_texts
         with self.stage("rank"):
-            return rank_in_chunks(self.reuse.ranking(retriever, self.cfg.retriever, collection), collection.query_ids,
-                                  collection.query_texts, plan.depth, len(collection.doc_ids),
-                                  f"ranking ({self.system})")
+            try:
+                return rank_in_chunks(self.reuse.ranking(retriever, self.cfg.retriever, collection), ids, texts,
+                                      plan.depth, len(collection.doc_ids), f"ranking ({self.system})")
+            except InputError:
+                raise
+            except Exception as exc:
+                if not users(retriever):
+                    raise
+                raise engine_failed(engine_name(retriever), exc, "rank()", ids, texts,
+                                    lambda i: retriever.rank(ids[i : i + 1], texts[i : i + 1], plan.depth)) from None
 
     def evaluate(self, plan: JobPlan, collection: Collection, retriever: Retriever, run: Run) -> JobResult:
         """Every metric per question, then each mean's bootstrap interval."""
@@ -284,18 +314,28 @@ class Job:
                 raise JobFailed(str(exc)) from None
             return JobOutcome(None, result)
         if report:
-            where = "" if self.handle else "\nMLflow: " + self.destination.location(published.run_id)
+            where = "" if self.handle else (f"\nFiles: {self.ctx.output_dir}"
+                                            f"\nMLflow: {self.destination.location(published.run_id)}")
             print(text + where + "\n", flush=True)
         return JobOutcome(published.run_id, result)
 
     # -- when it fails ------------------------------------------------------------------------------------------
 
-    def failed(self, reason: str, quiet: bool = False) -> JobOutcome:
+    def failed(self, reason: str, quiet: bool = False, details: str | None = None) -> JobOutcome:
         """A FAILED run (saved first, like any result) and, unless ``quiet``, its reason on one line; a single run
-        then raises :class:`JobFailed`."""
+        then raises :class:`JobFailed`. ``details`` (a user's engine's traceback) go into the job's log, which the
+        run keeps, and the line says where."""
         params = run_params(self.cfg, self.ctx.choices)
         name = run_name(self.system, configured_corpus(self.cfg.corpus))
-        record = self.destination.record(name, self.tags, self.started_ms, params=params, error=reason)
+        files = []
+        if details:
+            log = self.ctx.log
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("a", encoding="utf-8") as f:
+                f.write(f"{PROG}: {redact_text(reason)}\n{redact_text(details)}")
+            reason = f"{reason} (traceback in {log})"
+            files = [str(log.relative_to(self.ctx.output_dir))] if log.is_relative_to(self.ctx.output_dir) else []
+        record = self.destination.record(name, self.tags, self.started_ms, params=params, error=reason, files=files)
         record.save(self.ctx.output_dir)
         run_id = self.destination.publish_failure(record, self.ctx.output_dir)
         if not quiet:

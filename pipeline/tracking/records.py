@@ -61,6 +61,7 @@ class JobRecord:
     @classmethod
     def new(cls, **values: Any) -> JobRecord:
         """A fresh record, secrets masked before anything reaches the disk (a URI's password, a token ...)."""
+        values["run_name"] = redact_text(str(values.get("run_name", "")))
         values["tags"] = {str(k): redact_value(str(k), str(v)) for k, v in values.get("tags", {}).items()}
         values["params"] = redact_tree(values.get("params") or {})
         if values.get("error"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -236,3 +237,33 @@ def test_ctrl_c_is_one_line_and_status_130(capsys, files, monkeypatch):
     qrels, run = files
     assert main([qrels, run]) == 130
     assert capsys.readouterr().err == "python -m metrics: stopped by Ctrl-C\n"
+
+
+@pytest.mark.parametrize("content", ["", "# a comment, then nothing\n\n"])
+@pytest.mark.parametrize("complete", [[], ["-c"]])
+def test_an_empty_run_is_refused_in_one_line_as_trec_eval_refuses_it(capsys, files, tmp_path, content, complete):
+    """With -c every judged query would score 0 and the command say nothing was wrong: nothing was retrieved."""
+    empty = tmp_path / "empty.run"
+    empty.write_text(content)
+    status, out, err = cli(capsys, *complete, files[0], str(empty))
+    assert status == 2 and out == []
+    assert err == [f"python -m metrics: {empty}: the run holds no result line: nothing to evaluate (trec_eval refuses "
+                   "it too)"]
+
+
+def test_a_mean_is_summed_as_trec_eval_sums_it_one_query_after_another(capsys, tmp_path):
+    """P_20 of eight queries retrieving 3, 10, 17, 13, 15, 11, 2 and 10 relevant documents: the mean is 81/160 =
+    0.50625, an exact half at the 4th decimal. trec_eval adds each query's value to a running double in query order,
+    then divides (meas_acc.c, meas_avg.c), which lands above the half: 0.5063. The exactly rounded sum lands below
+    (0.5062): printed that way, the two outputs would not diff clean."""
+    hits = [3, 10, 17, 13, 15, 11, 2, 10]
+    qrels = "".join(f"q{q} 0 d{q}_{i} 1\n" for q in range(1, 9) for i in range(20))
+    run = "".join(f"q{q} Q0 {f'd{q}_{i}' if i < n else f'x{q}_{i}'} {i + 1} {100 - i} t\n"
+                  for q, n in zip(range(8, 0, -1), hits[::-1]) for i in range(20))  # the file's order: reversed
+    (tmp_path / "qrels").write_text(qrels)
+    (tmp_path / "run").write_text(run)
+    _, out, _ = cli(capsys, "-q", "-m", "P.20", str(tmp_path / "qrels"), str(tmp_path / "run"))
+    assert out[:-1] == [f"P_20                  \tq{q}\t{n / 20:.4f}" for q, n in zip(range(1, 9), hits)]
+    assert out[-1] == "P_20                  \tall\t0.5063"
+    exact = math.fsum(n / 20 for n in hits) / 8
+    assert f"{exact:.4f}" == "0.5062"  # what the exact sum, which a job logs, prints

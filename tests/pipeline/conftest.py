@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.helpers import run_pipeline
+from tests.pipeline.helpers import frozen_code, run_pipeline
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +25,13 @@ def launch_dir(tmp_path: Path, empty_store: Path) -> Path:
     """A launch folder whose default store ``mlflow.db`` already exists (a copy of the empty template)."""
     shutil.copy(empty_store, tmp_path / "mlflow.db")
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def frozen_checkout(tmp_path_factory) -> Path:
+    """The code as it was when the session started (:func:`tests.pipeline.helpers.frozen_code`), for tests whose
+    commands must agree on the code version (a resume, a sync)."""
+    return frozen_code(tmp_path_factory.mktemp("code"))
 
 
 @pytest.fixture(scope="session")

@@ -16,19 +16,35 @@ from pipeline.common.names import CACHE_PREFIX
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cli_env(folder: Path) -> dict[str, str]:
-    """The user's environment minus any MLflow settings, with the checkout importable and caches in ``folder``."""
+def cli_env(folder: Path, code: Path | None = None) -> dict[str, str]:
+    """The user's environment minus any MLflow settings, with the checkout importable and caches in ``folder``;
+    ``code``: a copy of the code to run instead of the checkout's (:func:`frozen_code`), the checkout still giving
+    ``tests``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_") and k != "HYDRA_FULL_ERROR"}
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    first = [str(code)] if code is not None else []
+    env["PYTHONPATH"] = os.pathsep.join([*first, str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     env["RANKSCOPE_CACHE_DIR"] = str(folder / "cache")
     return env
 
 
-def run_pipeline(folder: Path, *args: str, env: dict[str, str] | None = None,
-                 timeout: float = 600) -> subprocess.CompletedProcess:
+def run_pipeline(folder: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 600,
+                 code: Path | None = None) -> subprocess.CompletedProcess:
     """``python -m pipeline ARGS`` launched from ``folder``: the default store is ``<folder>/mlflow.db``."""
-    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=folder, env={**cli_env(folder), **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "pipeline", *args], cwd=folder,
+                          env={**cli_env(folder, code), **(env or {})}, capture_output=True, text=True, timeout=timeout)
+
+
+def frozen_code(folder: Path) -> Path:
+    """A copy of the code that decides a result (``pipeline.tracking.provenance.SOURCES``, compiled files included)
+    in ``folder``, for commands that must all run the same code: a job's identity includes the code version, read
+    from the checkout's git state when the command starts, so an edit to the checkout (or a new file under ``conf/``)
+    between two commands of one test makes every result of the first "other code" to the second. The copy is no git
+    checkout: its code version is rankscope's version, whatever happens to the checkout meanwhile."""
+    from pipeline.tracking.provenance import SOURCES
+
+    for name in SOURCES:
+        shutil.copytree(REPO / name, folder / name, symlinks=True)  # copy2 keeps the times the .pyc files check
+    return folder
 
 
 def job_runs(folder: Path) -> list:
@@ -47,11 +63,12 @@ def by_system(runs: list) -> dict[str, object]:
     return {r.data.tags["rankscope.system"]: r for r in runs}
 
 
-def runs_with_cache(folder: Path, empty_store: Path, cache_dir: Path, *args: str) -> list:
+def runs_with_cache(folder: Path, empty_store: Path, cache_dir: Path, *args: str, code: Path | None = None) -> list:
     """``python -m pipeline ARGS`` in ``folder`` (a fresh copy of the empty store) with the term-count cache in
-    ``cache_dir``; returns its job runs. Fails the test, with the command's last words, if the command fails."""
+    ``cache_dir`` (and ``code``, as :func:`cli_env`); returns its job runs. Fails the test, with the command's last
+    words, if the command fails."""
     shutil.copy(empty_store, folder / "mlflow.db")
-    done = run_pipeline(folder, *args, env={"RANKSCOPE_CACHE_DIR": str(cache_dir)})
+    done = run_pipeline(folder, *args, env={"RANKSCOPE_CACHE_DIR": str(cache_dir)}, code=code)
     assert done.returncode == 0, done.stderr[-3000:]
     return job_runs(folder)
 

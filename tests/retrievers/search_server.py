@@ -12,13 +12,16 @@ answering with an engine's rankings. Its paths are the behaviours ``retriever=ht
 Every request is recorded (path, headers, body) for the tests to look at.
 
 Also a command, to try ``retriever=http`` by hand (docs/own-retriever.md): tantivy over a corpus, until Ctrl-C:
-``python -m tests.retrievers.search_server --port 8765 [--corpus FOLDER]`` (default: the help-desk corpus).
+``python -m tests.retrievers.search_server [--port PORT] [--corpus FOLDER]`` (default: a free port, which it prints
+with the URL to give ``retriever.url``; the help-desk corpus). A port that is taken is one line and status 1: the
+next command would otherwise query whatever listens there.
 """
 
 from __future__ import annotations
 
 import json
 import socket
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
     from tests.pipeline.config.engines import TantivySearch
 
     p = argparse.ArgumentParser(prog="python -m tests.retrievers.search_server", description=__doc__.split("\n")[0])
-    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--port", type=int, default=0, help="the port to listen on (default: a free one, printed)")
     p.add_argument("--corpus", help="a BEIR-layout folder (default: the embedded help-desk corpus)")
     p.add_argument("--split", default="test")
     args = p.parse_args(argv)
@@ -133,9 +136,14 @@ def main(argv: list[str] | None = None) -> None:
     engine = TantivySearch()
     engine.index(list(collection.doc_ids), list(collection.doc_texts))
     server = SearchServer(engine)
-    server.httpd = ThreadingHTTPServer(("127.0.0.1", args.port), _handler(server))
-    print(f"tantivy over {collection.name} ({len(collection.doc_ids)} documents): http://127.0.0.1:{args.port}/search"
-          f" (Elasticsearch-style: http://127.0.0.1:{args.port}/{collection.name}/_search)", flush=True)
+    try:
+        server.httpd = ThreadingHTTPServer(("127.0.0.1", args.port), _handler(server))
+    except OSError as exc:
+        sys.exit(f"{p.prog}: cannot listen on 127.0.0.1:{args.port} ({exc.strerror}): another program has it; leave "
+                 f"out --port to take a free one")
+    port = server.port
+    print(f"tantivy over {collection.name} ({len(collection.doc_ids)} documents): http://127.0.0.1:{port}/search"
+          f" (Elasticsearch-style: http://127.0.0.1:{port}/{collection.name}/_search)", flush=True)
     try:
         server.httpd.serve_forever()
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ import pytest
 
 from metrics.errors import InputError
 from metrics.trec import read_trec_run, trec_lines
-from retrievers.external import ANSWER_SHOWN, BadAnswer, ExternalSearch
+from retrievers.external import ANSWER_SHOWN, BadAnswer, EngineFailed, ExternalSearch
 from retrievers.run_file import RunFile
 
 
@@ -91,8 +91,52 @@ def test_more_than_k_results_keep_the_best_k_and_are_reported():
 def test_unknown_ids_are_dropped_and_reported():
     adapter, run = ranked([("a", 3.0), ("zz", 2.0), ("b", 1.0)], [("yy", 1.0), ("zz", 0.5)])
     assert ranking(run, 0) == [("a", 3.0), ("b", 1.0)] and ranking(run, 1) == []
-    (note,) = adapter.notes()
-    assert note.endswith("3 result(s) name 2 document id(s) the corpus does not hold: zz, yy (dropped)")
+    unknown, empty = adapter.notes()
+    assert unknown.endswith("3 result(s) name 2 document id(s) the corpus does not hold: zz, yy (dropped)")
+    assert empty.endswith("1 question(s) got no result and score 0 (1 with no id the corpus holds): q2")
+    assert (empty.kind, empty.count, empty.ids) == ("questions_without_results", 1, ("q2",))
+
+
+def test_questions_left_with_no_result_are_counted_and_named_whichever_the_reason():
+    adapter, run = ranked([], [("zz", 1.0)])  # q1: an empty answer; q2: only an id the corpus does not hold
+    assert run.depth == 0 and list(run.lengths) == [0, 0]
+    (empty,) = [n for n in adapter.notes() if n.kind == "questions_without_results"]
+    assert empty.endswith("2 question(s) got no result and score 0 (1 with an empty answer, 1 with no id the corpus "
+                          "holds): q1, q2") and empty.count == 2
+
+
+class Raises(Fixed):
+    """An engine with a bug: its search raises for any batch that holds a question with "second"."""
+
+    def search(self, questions, k):
+        self.asked.append((questions, k))
+        if any("second" in q for q in questions):
+            raise KeyError("second")
+        return [[("a", 1.0)] for _ in questions]
+
+
+def test_an_engine_that_raises_is_one_line_naming_the_question_it_raised_on_with_its_traceback_kept():
+    engine = Raises()
+    adapter = ExternalSearch(engine=engine, name="mine").index(CORPUS)
+    with pytest.raises(EngineFailed) as failed:
+        adapter.rank(*QUESTIONS, 10)
+    assert str(failed.value) == (f"{__name__}.Raises: search() raised on question q2 ('second question'): "
+                                 "KeyError: 'second'")
+    assert engine.asked == [(QUESTIONS[1], 10), (["first question"], 10), (["second question"], 10)]
+    assert failed.value.details.startswith("Traceback (most recent call last)") and "KeyError" in failed.value.details
+    assert isinstance(failed.value, InputError)  # the job reports it in one line, as it does bad input
+
+
+def test_an_engine_that_fails_only_on_the_whole_batch_says_so():
+    class BatchOnly(Fixed):
+        def search(self, questions, k):
+            if len(questions) > 1:
+                raise MemoryError()
+            return [[("a", 1.0)]]
+
+    with pytest.raises(EngineFailed, match=r"search\(\) raised on a batch of 2 questions \(each passes alone\): "
+                                           r"MemoryError$"):
+        ExternalSearch(engine=BatchOnly()).index(CORPUS).rank(*QUESTIONS, 10)
 
 
 def test_an_id_listed_twice_for_a_question_keeps_its_first_score_and_is_reported():

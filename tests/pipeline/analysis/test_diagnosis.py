@@ -491,3 +491,46 @@ def test_a_question_diagnosed_before_with_the_same_ranking_facts_gets_the_same_d
     assert (again["diagnosis"] == "remembered").all()
     other = diagnose(c, run, evaluate(run, c.qrels, ["mrr"]), tokenizer, DiagnosisSettings(cutoff=1), shared)
     assert not (other["diagnosis"] == "remembered").any()  # other settings: diagnosed afresh
+
+
+# --- empty rankings: a user's engine may return nothing, for one question or all ------------------------------
+
+
+def test_rankings_all_empty_are_diagnosed_as_rankings_that_found_nothing(helpdesk_collection):
+    """Every question's ranking empty (a run of width 0): each relevant document is "not retrieved", each missed
+    question gets one cause (argmax of an empty sequence crashed the job here)."""
+    c = helpdesk_collection
+    run = run_of({q: [] for q in c.query_ids})
+    assert run.depth == 0
+    table = diagnose(c, run, evaluate(run, c.qrels, ["mrr"]))
+    assert table["missed"].all() and (table["retrieved"] == 0).all() and (table["rank"] == "not retrieved").all()
+    assert all(set(ranks.values()) == {0} for ranks in table["relevant_ranks"])
+    assert (table[list(CAUSES)].sum(axis=1) == 1).all()
+
+
+def test_an_empty_ranking_reads_as_one_when_the_relevant_documents_hold_question_terms(helpdesk_collection):
+    c = helpdesk_collection
+    rankings = {q: ["pricing1", "sso1"] for q in c.query_ids} | {"q01": [], "q02": [], "q03": []}
+    table = diagnose(c, run_of(rankings), evaluate(run_of(rankings), c.qrels, ["mrr"]))
+    row = table.loc["q03"]  # 'I want to take all my notes with me': export2 holds 'all' and 'notes'
+    assert row["diagnosis"] == ("term weighting (an empty ranking, though export2 matches 40% of the question's "
+                                "weight)")
+    assert "  " not in row["diagnosis"] and "yet  ranks" not in row["diagnosis"]
+    assert table.loc["q01", "diagnosis"].startswith("term weighting (an empty ranking, though pricing1 matches")
+    assert "no candidate at all" in table.loc["q02", "diagnosis"]  # no relevant document holds a term: as before
+
+
+def test_the_heading_counts_the_failing_questions_apart_from_those_found_in_time_with_a_class():
+    """The causes add up to the questions missed at the cutoff; a question found in time whose top is crowded by
+    duplicates carries a class but does not fail (Cranfield BM25: 70 failing, 1 more with duplicates)."""
+    base = "automatic backups run every night and are kept for thirty days on encrypted storage"
+    docs = {**FILLER, "backup": base, "backup_v2": base + " in europe", "restore": "restore a backup from a date"}
+    collection = build(docs, {"q": "how long are backups kept", "r": "restore a backup", "s": "gardening"},
+                       {"q": {"backup": 2}, "r": {"restore": 2}, "s": {"restore": 1}})
+    table = diagnose_rankings(collection, {"q": ["backup", "backup_v2"], "r": ["restore"], "s": list(FILLER)[:5]})
+    assert table["missed"].tolist() == [False, False, True] and table.loc["q", "duplicates"]
+    heading = diagnosis_text(table, "X").splitlines()[0]
+    assert heading.startswith("Diagnosis of X: 1 of 3 questions fail at top 3; 1 more found in time carries a "
+                              "failure class (")
+    alone = diagnosis_text(table.loc[["r", "s"]], "X").splitlines()[0]
+    assert alone.startswith("Diagnosis of X: 1 of 2 questions fail at top 3 (")

@@ -30,6 +30,13 @@ from pipeline.common.redact import (
     ("password: hunter2", "hunter2", "password: ***"),
     ("Authorization: Bearer abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnopqrstuvwxyz", "Bearer"),
     ("token ghp_0123456789abcdefghijABCDEFGHIJ here", "ghp_0123456789abcdefghijABCDEFGHIJ", "here"),
+    # key-shaped values, whatever key or text holds them
+    ("note=sk-test-abc123xyz", "abc123xyz", "note="),
+    ("an OpenAI key sk-proj-0a1b2c3d4e in a question", "0a1b2c3d4e", "in a question"),
+    ("ghp_abc12345xyz", "abc12345xyz", ""),
+    ("AKIA0123456789ABCDEF and more", "0123456789ABCDEF", "and more"),
+    ("headers: Bearer abc123def", "abc123def", "Bearer"),
+    ("custom_trigger=ZZZ_api_key=ZZZsecret123", "ZZZsecret123", "custom_trigger=ZZZ_api_key="),  # a run tag
 ])
 def test_credentials_in_text_are_masked(text, secret, kept):
     safe = redact_text(text)
@@ -39,7 +46,8 @@ def test_credentials_in_text_are_masked(text, secret, kept):
 
 @pytest.mark.parametrize("text", [
     "sqlite:////home/me/mlflow.db", "../shared/datasets/scifact", "retriever.k1=0.9", "ndcg@5",
-    "http://127.0.0.1:5000", "BM25 k1=0.9 b=0.4",
+    "http://127.0.0.1:5000", "BM25 k1=0.9 b=0.4", "sk-learn pipelines", "risk-free", "the bearer of news",
+    "task-12345678",
 ])
 def test_ordinary_values_pass_unchanged(text):
     assert redact_text(text) == text

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from metrics.run import Run
+from retrievers.base import Retriever
 
 
 class ListSearch:
@@ -98,3 +102,64 @@ class CollectorProbe(ListSearch):
         with open(os.environ["RANKSCOPE_TEST_COLLECTOR"], "a", encoding="utf-8") as f:
             f.write(json.dumps({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}) + "\n")
         super().index(doc_ids, texts)
+
+
+
+class KeyedSearch(ListSearch):
+    """:class:`ListSearch` with a setting of the kind a user's class has: a key to its service."""
+
+    def __init__(self, api_key: str = "", min_length: int = 3) -> None:
+        super().__init__(min_length)
+        self.api_key = api_key
+
+class EmptyFor(ListSearch):
+    """:class:`ListSearch` that answers an empty list for the questions containing ``word`` (every question when
+    ``word`` is empty): the engine found nothing, or filtered everything out."""
+
+    def __init__(self, word: str = "", min_length: int = 3) -> None:
+        super().__init__(min_length)
+        self.word = word
+
+    def search(self, questions: list[str], k: int) -> list[list[tuple[str, float]]]:
+        hits = super().search(questions, k)
+        return [[] if self.word in question else found for question, found in zip(questions, hits)]
+
+
+class OtherIds(ListSearch):
+    """:class:`ListSearch` answering with ids of another collection (``doc-<id>``): none is in the corpus."""
+
+    def search(self, questions: list[str], k: int) -> list[list[tuple[str, float]]]:
+        return [[(f"doc-{d}", s) for d, s in found] for found in super().search(questions, k)]
+
+
+class RaisesOn(ListSearch):
+    """:class:`ListSearch` whose ``search`` raises a ``KeyError`` for any batch holding a question with ``word``: a
+    bug in the user's own code, which rankscope must report without crashing."""
+
+    def __init__(self, word: str = "credentials", min_length: int = 3) -> None:
+        super().__init__(min_length)
+        self.word = word
+
+    def search(self, questions: list[str], k: int) -> list[list[tuple[str, float]]]:
+        for question in questions:
+            if self.word in question:
+                lookup: dict[str, int] = {}
+                lookup[question]  # the bug: a question the engine's own table lacks
+        return super().search(questions, k)
+
+
+
+class Raising(Retriever):
+    """A user's own :class:`retrievers.Retriever` subclass (the richer protocol) whose ``rank`` raises for a batch
+    holding a question with "credentials"."""
+
+    name = "raising"
+
+    def index(self, docs: Any) -> Raising:
+        self.doc_ids = list(docs.doc_ids)
+        return self
+
+    def rank(self, query_ids: Any, texts: Any, depth: int = 100) -> Run:
+        if any("credentials" in t for t in texts):
+            raise ZeroDivisionError("division by zero in the user's scorer")
+        return Run.from_rankings({q: [(d, 1.0) for d in self.doc_ids[:depth]] for q in query_ids}, self.name)

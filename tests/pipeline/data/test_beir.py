@@ -101,6 +101,17 @@ def test_questions_without_relevant_judgment_are_reported(tmp_path):
     assert any("1 question(s) have no relevant judgment" in n and "q2" in n for n in c.notes)
 
 
+@pytest.mark.parametrize("which, what", [("queries.jsonl", "question"), ("corpus.jsonl", "document")])
+@pytest.mark.parametrize("content", ["", "\n  \n"])
+def test_an_empty_file_says_it_is_empty(tmp_path, which, what, content):
+    """Not "no question has a judgment" (every judgment then names a missing question): the file is empty."""
+    folder = write_beir(tmp_path, DOCS, QUERIES, "q1\td1\t1\n")
+    (folder / which).write_text(content)
+    with pytest.raises(InputError) as refused:
+        load_beir(folder)
+    assert str(refused.value) == f"{folder / which}: the file is empty: it holds no {what}"
+
+
 def test_empty_texts_are_reported_not_fatal(tmp_path):
     c = load_beir(write_beir(tmp_path, [*DOCS, ("d4", "")], [("q1", "apple"), ("q2", "")], "q1\td1\t1\nq2\td1\t1\n"))
     assert any("1 document(s) with empty text: d4" in n for n in c.notes)

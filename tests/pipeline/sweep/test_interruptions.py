@@ -173,10 +173,10 @@ def test_a_single_run_stopped_by_ctrl_c_says_so_in_one_line(tmp_path):
     assert lines[0].startswith("rankscope: stopped by Ctrl-C: ")
 
 
-def test_resume_after_a_clean_finish_logs_nothing_twice(launch_dir):
+def test_resume_after_a_clean_finish_logs_nothing_twice(launch_dir, frozen_checkout):
     sweep_dir = launch_dir / "sweep"
-    first = run_pipeline(launch_dir, *sweep_args(sweep_dir))
+    first = run_pipeline(launch_dir, *sweep_args(sweep_dir), code=frozen_checkout)  # one code version for both
     assert first.returncode == 0, first.stderr[-3000:]
-    again = run_pipeline(launch_dir, *sweep_args(sweep_dir))
+    again = run_pipeline(launch_dir, *sweep_args(sweep_dir), code=frozen_checkout)
     assert again.returncode == 0 and again.stdout.count("already logged as run") == len(K1)
     assert_complete(launch_dir)

@@ -28,11 +28,13 @@ def results(runs: list) -> dict[str, dict[str, float]]:
 
 
 @pytest.fixture(scope="module")
-def basic(tmp_path_factory, empty_store):
-    """The grid on the basic launcher, in a sweep folder of its own: (launch folder, sweep folder, results then)."""
+def basic(tmp_path_factory, empty_store, frozen_checkout):
+    """The grid on the basic launcher, in a sweep folder of its own: (launch folder, sweep folder, results then), run
+    on the frozen code the resume below runs too (a job's identity holds the code version)."""
     folder = tmp_path_factory.mktemp("basic")
     sweep_dir = folder / "sweep"
-    runs = runs_with_cache(folder, empty_store, folder / "cache", *GRID, f"hydra.sweep.dir={sweep_dir}")
+    runs = runs_with_cache(folder, empty_store, folder / "cache", *GRID, f"hydra.sweep.dir={sweep_dir}",
+                           code=frozen_checkout)
     return folder, sweep_dir, runs, results(runs)
 
 
@@ -50,9 +52,10 @@ def test_the_joblib_launcher_gives_the_same_figures(basic, tmp_path, empty_store
     assert results(runs) == basic[3]
 
 
-def test_a_resumed_sweep_skips_the_points_it_holds_and_runs_new_arguments_and_classes(basic):
+def test_a_resumed_sweep_skips_the_points_it_holds_and_runs_new_arguments_and_classes(basic, frozen_checkout):
     folder, sweep_dir, _, _ = basic
-    again = run_pipeline(folder, "-m", *CUSTOM, "+retriever.min_length=3,4,5", f"hydra.sweep.dir={sweep_dir}")
+    again = run_pipeline(folder, "-m", *CUSTOM, "+retriever.min_length=3,4,5", f"hydra.sweep.dir={sweep_dir}",
+                         code=frozen_checkout)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming the sweep in" in again.stdout and again.stdout.count("already logged as run") == 2
     assert len(job_runs(folder)) == 3  # min_length=5 is new

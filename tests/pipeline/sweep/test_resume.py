@@ -3,7 +3,6 @@ job ends up in MLflow exactly once."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pipeline.common.names import JOBS_PREFIX
 from pipeline.team.tracking_server import ServerSettings, tracking_server
 from pipeline.tracking.records import JobRecord
 from tests.pipeline.helpers import cli_env, run_pipeline
+from tests.pipeline.sweep.stopper import stop_after
 
 K1 = ["0.3", "0.6", "0.9", "1.2"]
 
@@ -57,28 +57,29 @@ def assert_every_job_once(client: MlflowClient, sweep_dir: Path, k1: list[str]) 
     return children
 
 
-def test_a_sweep_killed_after_its_second_job_resumes_and_logs_every_job_exactly_once(launch_dir):
+def test_a_sweep_stopped_after_its_second_job_resumes_and_logs_every_job_exactly_once(launch_dir, frozen_checkout):
+    """SIGTERM as job 1 ends (an event of the sweep, not a moment seen from outside): jobs 0 and 1 are logged, 2 and
+    3 never start, and the resume skips the first two and runs the others. Both commands run one frozen copy of the
+    code: a job's identity holds the code version, which an edit of the checkout meanwhile would change (every job
+    would then run again, rightly, and "already logged" count 0)."""
     sweep_dir = launch_dir / "sweep"
     args = ["-m", f"retriever.k1={','.join(K1)}", f"hydra.sweep.dir={sweep_dir}"]
-    with (launch_dir / "first.log").open("w") as log:
-        process = subprocess.Popen([sys.executable, "-m", "pipeline", *args], cwd=launch_dir,
-                                   env=cli_env(launch_dir), stdout=log, stderr=subprocess.STDOUT)
-        wait_until_logged(sweep_dir / "1", process)
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=120) != 0
+    first = run_pipeline(launch_dir, *args, *stop_after(1), code=frozen_checkout)
+    assert first.returncode == 143, first.stderr[-3000:]
+    assert "stopped by SIGTERM" in first.stderr and "Traceback" not in first.stderr, first.stderr[-3000:]
     client = MlflowClient(f"sqlite:///{launch_dir / 'mlflow.db'}")
-    _, before = sweep_runs(client)
-    done_before = {c.info.run_id for c in before if c.info.status == "FINISHED"}
-    # the third job may have finished before the signal arrived, and the fourth too: a job is logged once the next
-    # has computed, and help-desk jobs take milliseconds (the stopped sweep logs the one left waiting)
-    assert len(done_before) in (2, 3, 4)
+    (parent,), before = sweep_runs(client)
+    assert parent.info.status == "FAILED"
+    assert sorted((c.data.params["retriever.k1"], c.info.status) for c in before) == [(k, "FINISHED") for k in K1[:2]]
+    assert sorted(p.name for p in sweep_dir.iterdir() if p.name.isdigit()) == ["0", "1"]  # 2 and 3 never started
 
-    again = run_pipeline(launch_dir, *args)
+    again = run_pipeline(launch_dir, *args, code=frozen_checkout)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "resuming the sweep in" in again.stdout
-    assert again.stdout.count("already logged as run") == len(done_before)
+    skipped = [line for line in again.stdout.splitlines() if "already logged as run" in line]
+    assert [line.split(":")[1].strip() for line in skipped] == ["job 0 (retriever.k1=0.3)", "job 1 (retriever.k1=0.6)"]
     children = assert_every_job_once(client, sweep_dir, K1)
-    assert done_before <= {c.info.run_id for c in children}  # the jobs done before were not run again
+    assert {c.info.run_id for c in before} <= {c.info.run_id for c in children}  # not run again
 
 
 @pytest.mark.slow
