@@ -41,6 +41,7 @@ from pipeline.common.redact import redact_text
 from pipeline.config.build import MetricPlan
 from pipeline.config.plan import diagnosis_settings
 from pipeline.reports.html import DPI, Drawing, save_figures, write_report
+from pipeline.reports.interval_plot import intervals_png
 from pipeline.reports.means_plot import means_bars_png
 from pipeline.reports.paired_plot import paired_bootstrap_png
 from pipeline.reports.plots import Figure, first_relevant_heatmap
@@ -154,11 +155,11 @@ def interval_figure(summary: SweepSummary, plan: MetricPlan, folder: Path) -> Pa
     corpora = {s.tags.get(TAG_CORPUS) for s in summary.finished}
     if means.empty or not summary.same_data or len(corpora) != 1:
         return None
-    level = f"{plan.confidence:.0%}"
-    title = f"{plan.primary.name} on {corpora.pop() or 'the corpus'}, {level} bootstrap intervals"
+    title = f"{plan.primary.name} on {corpora.pop() or 'the corpus'}, {plan.confidence:.0%} intervals"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{plan.primary.mlflow_key}_intervals.png"
-    path.write_bytes(means_bars_png(means, DPI, title))
+    rows = means[["system", "mean", "ci_low", "ci_high"]].itertuples(index=False, name=None)
+    path.write_bytes(intervals_png(list(rows), title))
     return path
 
 
