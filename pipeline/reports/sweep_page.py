@@ -245,7 +245,11 @@ def judged_html(summary: SweepSummary) -> str:
         return ""
     items = "".join(f"<li>{escape(judged_warning(system, *found).removeprefix('warning: '))}</li>"
                     for system, found in thin.items())
-    named = ", ".join(f"{system} ({judged:.3f})" for system, (judged, _) in thin.items())
+    values = [judged for judged, _ in thin.values()]
+    if len(thin) == len(summary.finished) and len(thin) > 3:  # every system: their names would fill lines
+        named = f"all {len(thin)} systems ({min(values):.3f} to {max(values):.3f})"
+    else:
+        named = ", ".join(f"{system} ({judged:.3f})" for system, (judged, _) in thin.items())
     head = (f"Incomplete judgments: judged@10 below {JUDGED_FLOOR} for {named}: nDCG, recall and MAP count the "
             f"unjudged documents as not relevant and undercount {'it' if len(thin) == 1 else 'them'}")
     return f'<section id="judged" class="folded">{details(head, f"<ul>{items}</ul>")}</section>'
