@@ -161,7 +161,7 @@ def comparisons_state() -> dict[str, object]:
     """The comparisons experiment's runs page: newest first, the verdicts as columns (the gate's, the primary
     metric's, every metric's count), the command that recorded each."""
     verdicts = [_tag(k) for k in (TAG_GATE, TAG_COMPARE_PRIMARY, TAG_COMPARE_VERDICT, TAG_COMPARE_COMMAND)]
-    widths = {RUN_NAME: 360, verdicts[0]: 90, verdicts[1]: 300, verdicts[2]: 300, verdicts[3]: 90}
+    widths = {RUN_NAME: 330, verdicts[0]: 110, verdicts[1]: 350, verdicts[2]: 330, verdicts[3]: 110}
     return {
         "searchFilter": "", "orderByKey": "attributes.start_time", "orderByAsc": False, "startTime": "ALL",
         "lifecycleFilter": "Active", "datasetsFilter": [], "modelVersionFilter": "All Runs",
