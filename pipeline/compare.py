@@ -21,7 +21,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pipeline.common import collector
+from pipeline.common import collector, commands
 from pipeline.common.names import DEFAULT_EXPERIMENT, SAYS_COMPARE
 
 SAYS = SAYS_COMPARE
@@ -77,8 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         shared_metrics,
     )
     from pipeline.tracking.comparisons import baseline_tag, promote
+    from pipeline.tracking.links import experiment_url, run_location
     from pipeline.tracking.selectors import describe, resolve
-    from pipeline.tracking.store import STORE_ERRORS, Store, run_location, store_error, tracking_uri
+    from pipeline.tracking.store import STORE_ERRORS, Store, store_error, tracking_uri
+    from pipeline.tracking.views import COMPARISONS_VIEW
 
     collector.resume()  # the imports' objects, frozen (pipeline.common.collector)
 
@@ -107,9 +109,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             status, promote_now = EXIT_REFUSED, False
         tags = {TAG_COMPARE_PROMOTED: "true"} if promote_now else {}
         if not args.no_record:
+            typed = list(argv) if argv is not None else sys.argv[1:]
             run_id = record(client, baseline, candidate, comparison, args.resamples, args.permutations, args.seed,
-                            tags)
-            print("Recorded: " + run_location(uri, candidate.run.info.experiment_id, run_id))
+                            tags, source=commands.line(commands.module("pipeline.compare", *typed)))
+            recorded_in = client.get_run(run_id).info.experiment_id  # the comparisons experiment
+            print("Recorded: " + run_location(uri, recorded_in, run_id))
+            print("MLflow view of the comparisons (verdicts as columns): "
+                  + redact_text(experiment_url(uri, recorded_in, COMPARISONS_VIEW)))
         if promote_now:
             key, value = baseline_tag(args.baseline)
             previous = promote(client, candidate.run, (key, value))

@@ -8,9 +8,10 @@ end with ``python -m pipeline -m ... gate=default``; see ``pipeline.decisions.ga
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
-from pipeline.common import collector
+from pipeline.common import collector, commands
 from pipeline.common.names import SAYS_GATE
 from pipeline.compare import SELECTOR, add_store_options
 
@@ -53,7 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except STORE_ERRORS as exc:
         outcome = GateOutcome(EXIT_ERROR, f"ERROR: the tracking store did not answer: {store_error(exc)}")
     else:
-        outcome = run_gate(client, experiment_id, candidate, settings)
+        typed = list(argv) if argv is not None else sys.argv[1:]
+        outcome = run_gate(client, experiment_id, candidate, settings,
+                           source=commands.line(commands.module("pipeline.gate", *typed)))
     say(outcome)
     return outcome.status
 

@@ -26,6 +26,7 @@ TAG_CORPUS_SOURCE = "rankscope.corpus_source"  # where it was read: a folder, fi
 TAG_IRDS_ID = "rankscope.ir_datasets_id"  # the ir_datasets id, when the corpus came through ir_datasets
 DATASET_CONTEXT = "mlflow.data.context"  # MLflow's own input tag: what the dataset was used for
 TAG_JUDGMENTS = "rankscope.judgments"  # the judgments file the job read: which split it was scored on
+TAG_RESOLVED = "rankscope.resolved"  # settings a retriever resolved itself: 'retriever.dims=6' for dims: null
 TAG_NOTES = "rankscope.notes"  # what the job went on with (dropped judgments, empty texts ...): one line per kind
 TAG_CONFIG_DIGEST = "rankscope.config_digest"
 TAG_CODE_VERSION = "rankscope.code_version"
@@ -43,12 +44,25 @@ TAG_COMPARE_VERDICT = "rankscope.compare.verdict"
 TAG_COMPARE_PROMOTED = "rankscope.compare.promoted"
 TAG_COMPARE_DIGEST = "rankscope.compare.digest"
 TAG_GIT_COMMIT = "mlflow.source.git.commit"
+TAG_DESCRIPTION = "mlflow.note.content"  # MLflow's run description (Markdown): the first thing a run's page shows
+TAG_COMPARED_IN = "rankscope.compared_in"  # on a compared run: the comparison runs that read it, newest first
+TAG_COMPARE_PRIMARY = "rankscope.compare.primary"  # the verdict on the primary metric, in a short line
+TAG_COMPARE_COMMAND = "rankscope.compare.by"  # 'compare' or 'gate': which command recorded the comparison
 BASELINE_TAG = ("baseline", "true")
 
 # what TAG_KIND says
 KIND_SWEEP, KIND_JOB, KIND_RUN, KIND_COMPARISON = "sweep", "job", "run", "comparison"
 KIND_TRIAL = "trial"
 EVALUATED_KINDS = (KIND_JOB, KIND_RUN)  # runs that hold one system's evaluation
+
+
+def interval_tag(key: str) -> str:
+    """``rankscope.ndcg_at_10``: a run's primary metric rounded, with its interval (``0.668 [0.622, 0.713]``), for
+    the runs table's column (MLflow shows metrics unrounded, their bounds in columns of their own)."""
+    return f"rankscope.{key}"
+
+
+INTERVAL_FIGURE = "{key} with intervals"  # the image key of a sweep's figure of its primary metric per system
 
 # -- a job's folder (and its run's artifacts) -------------------------------------------------------------------
 CONFIG_FILE = "config.yaml"
@@ -91,6 +105,7 @@ ONE_SIDE_FILE = "questions_on_one_side.txt"
 DB_NAME = "mlflow.db"
 LOCK_SUFFIX = ".lock"  # mlflow.db.lock: held while a process makes its first connection to the store
 CREATING_SUFFIX = ".creating"  # mlflow.db.creating: a new store while MLflow builds its tables
+UI_ADDRESS_SUFFIX = ".ui"  # mlflow.db.ui: the address python -m pipeline.ui serves the store on, while it runs
 ARTIFACT_DIR = "mlartifacts"
 LOOPBACK = "127.0.0.1"  # where servers listen unless exposed
 SERVED_ARTIFACT_ROOT = "mlflow-artifacts:/"  # runs on a server record this; it maps it to its artifacts destination

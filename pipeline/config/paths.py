@@ -3,7 +3,10 @@ copy a built wheel carries inside this package (``setup.py`` puts it there)."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+
+import yaml
 
 REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
 PACKAGED_CONF = Path(__file__).resolve().parents[1] / "conf"
@@ -15,3 +18,18 @@ def conf_dir(repo: Path = REPO_CONF, packaged: Path = PACKAGED_CONF) -> Path:
 
 
 CONF_DIR = conf_dir()
+
+
+@functools.lru_cache(maxsize=64)
+def entry_defaults(group: str, choice: str | None, conf: Path = CONF_DIR) -> dict[str, object]:
+    """The top-level values a config entry sets (``conf/retriever/bm25.yaml``: ``{'k1': 1.2, 'b': 0.75, ...}``), by
+    key; empty when the entry is not among rankscope's configs (a user's own search path) or unreadable."""
+    if not choice:
+        return {}
+    try:
+        found = yaml.safe_load((conf / group / f"{choice}.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {str(k): v for k, v in found.items() if k != "defaults" and not isinstance(v, dict | list)}

@@ -215,10 +215,53 @@ def _listed(ids: Sequence[str]) -> str:
 
 def record(client: MlflowClient, baseline: Side, candidate: Side, comparison: Comparison, resamples: int,
            permutations: int, seed: int, tags: Mapping[str, str] | None = None,
-           gate_result: GateResult | None = None) -> str:
-    """The comparison as an MLflow run of its own (``pipeline.tracking.comparisons``); recorded once."""
+           gate_result: GateResult | None = None, source: str | None = None) -> str:
+    """The comparison as an MLflow run of its own (``pipeline.tracking.comparisons``); recorded once. ``source``:
+    the command that asked for it, as the user would type it again."""
+    primary = primary_metric(baseline, candidate, list(comparison.table.index))
+    shown = {"primary": primary_verdict(comparison, primary),
+             "description": description(baseline, candidate, comparison, primary, gate_result, source)}
     return record_comparison(client, baseline, candidate, comparison, verdict_summary(comparison), resamples,
-                             permutations, seed, tags, gate_result)
+                             permutations, seed, tags, gate_result, source, shown)
+
+
+def primary_verdict(comparison: Comparison, metric: str) -> str:
+    """``ndcg@10: worse, -0.074 [-0.103, -0.044]``: the verdict on one metric, short enough for a column."""
+    row = comparison.table.loc[metric]
+    return f"{metric}: {row.verdict}, {row.difference:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+
+
+def _link(side: Side) -> str:
+    run = side.run.info
+    label = (run.run_name or side.name).replace("[", "(").replace("]", ")")
+    return f"[{label}](#/experiments/{run.experiment_id}/runs/{run.run_id}?workflowType=machine_learning)"
+
+
+def description(baseline: Side, candidate: Side, comparison: Comparison, primary: str,
+                gate_result: GateResult | None = None, source: str | None = None) -> str:
+    """The comparison run's description (Markdown): the verdict on the primary metric in words, the gate's
+    decision, every metric's row, both runs linked, and the command."""
+    level = f"{comparison.confidence:.0%}"
+    shared = len(baseline.table.index.intersection(candidate.table.index))
+    row = comparison.table.loc[primary]
+    words = {WORSE: "worse than", BETTER: "better than", SAME: "indistinguishable from"}.get(str(row.verdict),
+                                                                                          str(row.verdict))
+    lines = [f"**{candidate.name}** (candidate) is **{words}** **{baseline.name}** (baseline) on {primary}, "
+             f"{candidate.corpus}, {shared:,} questions in common: **{row.difference:+.3f}** "
+             f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}] ({level} paired bootstrap interval; Holm p "
+             f"{row.p_holm:.4f}). Over {len(comparison.table)} metrics: {verdict_summary(comparison)}."]
+    if gate_result is not None:
+        lines.append(f"**Gate:** {gate_result.reason}")
+    rows = [f"| metric | baseline | candidate | difference | {level} interval | p (Holm) | verdict |",
+            "|---|---|---|---|---|---|---|"]
+    for metric, r in comparison.table.iterrows():
+        rows.append(f"| {metric} | {r.baseline:.3f} | {r.candidate:.3f} | {r.difference:+.3f} | "
+                    f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}] | {r.p_holm:.4f} | {r.verdict} |")
+    lines.append("\n".join(rows))
+    lines.append(f"Baseline: {_link(baseline)} · Candidate: {_link(candidate)}")
+    if source:
+        lines.append(f"Command: `{source}`")
+    return "\n\n".join(lines)
 
 
 def parse_list(text: str | None) -> list[str] | None:

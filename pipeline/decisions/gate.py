@@ -23,7 +23,8 @@ from omegaconf.errors import OmegaConfBaseException
 from metrics.comparison import gate
 from metrics.errors import InputError
 from metrics.spec import parse_metrics
-from pipeline.common.names import GATE_FILE, SAYS_GATE, TAG_GATE, TAG_GATE_REASON, TAG_SWEEP_PARENT
+from pipeline.common import commands
+from pipeline.common.names import GATE_FILE, SAYS_GATE, TAG_GATE, TAG_GATE_REASON, TAG_OVERRIDES, TAG_SWEEP_PARENT
 from pipeline.common.redact import one_line, redact_text
 from pipeline.config.paths import CONF_DIR
 from pipeline.config.schema import GateConfig
@@ -88,8 +89,9 @@ def baseline_of(client: MlflowClient, experiment_id: str, candidate: Run, select
 
 
 def run_gate(client: MlflowClient, experiment_id: str | None, candidate: Run, settings: Any,
-             tags: Mapping[str, str] | None = None) -> GateOutcome:
-    """Compare ``candidate`` with the run ``settings.baseline`` selects and decide; records the comparison."""
+             tags: Mapping[str, str] | None = None, source: str | None = None) -> GateOutcome:
+    """Compare ``candidate`` with the run ``settings.baseline`` selects and decide; records the comparison (its
+    source: ``source``, the command that ran the gate)."""
     try:
         metrics = check_settings(settings)
         try:
@@ -113,7 +115,7 @@ def run_gate(client: MlflowClient, experiment_id: str | None, candidate: Run, se
                                    int(settings.permutations), int(settings.seed))
         result = gate(comparison, metrics, float(settings.tolerance))
         run_id = record(client, baseline, side, comparison, int(settings.resamples), int(settings.permutations),
-                        int(settings.seed), dict(tags or {}), gate_result=result)
+                        int(settings.seed), dict(tags or {}), gate_result=result, source=source)
     except InputError as exc:
         return GateOutcome(EXIT_ERROR, f"ERROR: {exc}")
     except STORE_ERRORS as exc:
@@ -151,8 +153,10 @@ def gate_sweep(client: MlflowClient, experiment_id: str, parent_run_id: str, sys
     """The gate at the end of a sweep: pick the candidate, decide, say it, and leave it on the parent run."""
     try:
         chosen = sweep_candidate(systems, settings)
+        overrides = client.get_run(parent_run_id).data.tags.get(TAG_OVERRIDES, "")
+        source = commands.line(commands.module("pipeline", "-m", *overrides.split()))
         outcome = run_gate(client, experiment_id, resolve(client, experiment_id, chosen.run_id), settings,
-                           {**(tags or {}), TAG_SWEEP_PARENT: parent_run_id})
+                           {**(tags or {}), TAG_SWEEP_PARENT: parent_run_id}, source)
     except InputError as exc:
         outcome = GateOutcome(EXIT_ERROR, f"ERROR: {exc}")
     except STORE_ERRORS as exc:
@@ -169,7 +173,10 @@ def gate_single_run(uri: str, run_id: str, settings: Any, tags: Mapping[str, str
     """``python -m pipeline gate=default`` (no sweep): the gate on the run just logged; its exit status."""
     client = client_for(uri)
     try:
-        outcome = run_gate(client, None, resolve(client, None, run_id), settings, tags)
+        candidate = resolve(client, None, run_id)
+        overrides = candidate.data.tags.get(TAG_OVERRIDES, "")
+        outcome = run_gate(client, None, candidate, settings, tags,
+                           commands.line(commands.module("pipeline", *overrides.split())))
     except STORE_ERRORS as exc:
         outcome = GateOutcome(EXIT_ERROR, f"ERROR: the tracking store did not answer: {store_error(exc)}")
     say(outcome)

@@ -8,9 +8,12 @@ A file rather than an environment variable, so it also records where the sweep's
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from pipeline.common.jsonfile import read_json, write_json
 from pipeline.common.names import HANDOFF_FILE, JOB_LOG_FILE
@@ -65,16 +68,22 @@ TARGET_KEY = "retriever._target_"
 SYSTEM_KEYS = ("retriever.", "retriever@retriever.", "text.", "depth")  # overrides that change what a system ranks
 
 
-def system_name(retriever_name: str, overrides: list[str], varying: list[str]) -> str:
+def system_name(retriever_name: str, overrides: list[str], varying: list[str],
+                defaults: Mapping[str, object] | None = None) -> str:
     """A system's display name: the retriever's name, then every override that changes what it ranks (its settings,
-    the tokenizer, the depth) and every other swept value that tells it apart from its siblings.
+    the tokenizer, the depth) and every other swept value that tells it apart from its siblings. A retriever setting
+    given the value its config entry has already (``defaults``: the entry's values by key) changes nothing and is
+    left out, so one configuration has one name in every sweep.
 
-    ``BM25`` when only the retriever varies; ``BM25 k1=0.9 b=0.4`` in a parameter grid or typed on its own.
+    ``BM25`` when only the retriever varies, or for ``k1=1.2 b=0.75`` (bm25.yaml's own); ``BM25 k1=0.9 b=0.4`` in a
+    parameter grid or typed on its own.
     """
     parts = []
     for override in overrides:
         key, _, value = override.lstrip("+~").partition("=")
         if key in ("retriever", "retriever.name") or not (key in varying or key.startswith(SYSTEM_KEYS)):
+            continue
+        if _is_default(key, value, defaults or {}):
             continue
         if key == TARGET_KEY:  # your own class: named only when it varies, by its class name
             if key not in varying:
@@ -83,6 +92,17 @@ def system_name(retriever_name: str, overrides: list[str], varying: list[str]) -
         shown = key.removeprefix("retriever@").removeprefix("retriever.")
         parts.append(f"{shown}={short_value(unquoted(value))}")
     return " ".join([retriever_name, *parts])
+
+
+def _is_default(key: str, value: str, defaults: Mapping[str, object]) -> bool:
+    """Whether ``retriever.<setting>=value`` gives the setting the value the retriever's entry has."""
+    setting = key.removeprefix("retriever.")
+    if setting == key or setting not in defaults:
+        return False
+    try:
+        return yaml.safe_load(value) == defaults[setting]
+    except yaml.YAMLError:
+        return False
 
 
 def configured_corpus(corpus: Any) -> str:

@@ -158,6 +158,14 @@ def per_question_table(collection: Collection, run: Run, evaluation: Evaluation)
     return pd.DataFrame(columns)  # made at once: a column added at a time was 5 ms of a job
 
 
+def first_columns(table: pd.DataFrame, primary: str) -> pd.DataFrame:
+    """The per-question table with what a reader looks for first at its left (MLflow's table view shows the first
+    columns; the rest is off to the right): the question's id, the primary metric, the rank of the first relevant
+    document, the failure classes, then the question and everything else in its order."""
+    lead = [c for c in ("query_id", primary, "first_relevant_rank", "failure_classes", "question") if c in table]
+    return table[lead + [c for c in table.columns if c not in lead]]
+
+
 def write_results(result: JobResult, out_dir: Path) -> list[Path]:
     """The job's files: resolved config (secrets masked), per-question CSV, TREC run, metric means; and the notes,
     one line per kind, when there are any. Only the notes are written here: the caller hands the others to another

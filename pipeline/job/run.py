@@ -41,6 +41,7 @@ from pipeline.common.names import (
     TAG_CORPUS,
     TAG_CORPUS_DIGEST,
     TAG_CORPUS_SOURCE,
+    TAG_DESCRIPTION,
     TAG_DOCUMENTS_DIGEST,
     TAG_IRDS_ID,
     TAG_JOB,
@@ -51,10 +52,13 @@ from pipeline.common.names import (
     TAG_OVERRIDES,
     TAG_QRELS_DIGEST,
     TAG_QUESTIONS_DIGEST,
+    TAG_RESOLVED,
     TAG_SYSTEM,
+    interval_tag,
 )
 from pipeline.common.progress import IN_PROCESS_LAUNCHERS
 from pipeline.common.redact import redact_text
+from pipeline.config.paths import entry_defaults
 from pipeline.config.plan import JobPlan, config_digest, run_params
 from pipeline.data.irds import ROUTE as IRDS_ROUTE
 from pipeline.job.chunked import rank_in_chunks
@@ -67,8 +71,9 @@ from pipeline.job.context import (
     system_name,
 )
 from pipeline.job.diagnose import JobDiagnosis, diagnose_job
-from pipeline.job.results import JobResult, bootstrap, files_beside, score, write_results
+from pipeline.job.results import JobResult, bootstrap, files_beside, first_columns, score, write_results
 from pipeline.job.reuse import JobReuse
+from pipeline.reports.text import interval_text, job_description
 from pipeline.tracking.destination import Destination, JobRecord, StoreUnavailable
 from retrievers.external import engine_failed
 
@@ -157,6 +162,37 @@ def execute_job(cfg: DictConfig, ctx: JobContext, tags: dict[str, str] | None = 
     return JobOutcome(None, result)
 
 
+def shown_first(result: JobResult) -> dict[str, str]:
+    """What MLflow shows first of a job's run: its description (the system, the corpus and each shown metric with
+    its interval, the primary one first) and its primary metric rounded with its interval, as the tag the saved
+    views show as a column."""
+    primary = result.plan.primary
+    found = result.intervals.get(primary.name)
+    tags = {TAG_DESCRIPTION: job_description(result)}
+    if found is not None:
+        tags[interval_tag(primary.mlflow_key)] = interval_text(found.mean, found.low, found.high)
+    return tags
+
+
+def resolved_settings(retriever: object, node: DictConfig, prefix: str = "retriever.") -> dict[str, str]:
+    """The settings a retriever resolved when it indexed, by their param name: a key configured as null that the
+    retriever holds as ``used_<key>`` (LSA's dimensions, which follow the corpus), fusion components included. A
+    component whose ranking came from an earlier job was not indexed here, and tells nothing."""
+    found = {}
+    for key, value in node.items():
+        if value is None:
+            used = getattr(retriever, f"used_{key}", None)
+            if used is not None:
+                found[f"{prefix}{key}"] = str(used)
+    children = node.get("components")
+    objects = getattr(retriever, "components", None)
+    if isinstance(children, DictConfig) and isinstance(objects, list | tuple):
+        for (name, child), component in zip(children.items(), objects):
+            if isinstance(child, DictConfig):
+                found.update(resolved_settings(component, child, f"{prefix}components.{name}."))
+    return found
+
+
 class Job:
     """What the stages of one job share: its config and place, where its run goes, and the stage timings."""
 
@@ -166,7 +202,8 @@ class Job:
         varying = self.handle.varying if self.handle else []
         # masked once here, the system's name is masked in every file and line made of it (run.trec's tag, the
         # diagnosis's heading, the run's name, the plots): a setting of a user's class may be a key
-        self.system = redact_text(system_name(str(cfg.retriever.get("name", "retriever")), ctx.overrides, varying))
+        self.system = redact_text(system_name(str(cfg.retriever.get("name", "retriever")), ctx.overrides, varying,
+                                              entry_defaults("retriever", ctx.choices.get("retriever"))))
         self.tags = {**config_tags(cfg), TAG_SYSTEM: self.system, TAG_OVERRIDES: " ".join(ctx.overrides),
                      TAG_OUTPUT_DIR: str(ctx.output_dir), TAG_KIND: KIND_JOB if self.handle else KIND_RUN,
                      TAG_JOB: str(ctx.job_num), **(tags or {})}
@@ -272,6 +309,7 @@ class Job:
         """The job's files, its plots started; and the text it prints. The function returned waits for the plots,
         then saves ``record.json`` (what the MLflow run will hold, every file listed) before anything is logged."""
         out, c = self.ctx.output_dir, result.collection
+        result.table = first_columns(result.table, result.plan.primary.name)
         # the plots and the files that take time to format are written on the other core while this one goes on
         safe, table, dtypes = self.destination.table_files(result.table)  # masked once, for the CSV and MLflow's table
         plots = diagnosis.start_writing(out, {**files_beside(result, safe, plan.tree, out),
@@ -282,6 +320,9 @@ class Job:
                           TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}", **identity})
         if notes := result.note_lines():
             self.tags[TAG_NOTES] = "\n".join(notes)[:MAX_TAG]
+        self.tags.update(shown_first(result))
+        if used := resolved_settings(result.retriever, self.cfg.retriever):
+            self.tags[TAG_RESOLVED] = "; ".join(f"{key}={value}" for key, value in used.items())
         dataset = self.destination.dataset(c.doc_ids, c.doc_texts, c.dataset_name, c.digest, c.source or c.name,
                                            tags=identity, metadata=c.doc_metadata,
                                            source_type=IRDS_ROUTE if c.origin.get("route") == IRDS_ROUTE else None)

@@ -1,6 +1,7 @@
 """What people read: terminal tables (``text``), the self-contained HTML report (``html``) and the plots, drawn with
 PIL on ``canvas`` (``run_plots``: a run's own two; ``means_plot``, ``rank_buckets``, ``paired_plot``,
-``response_plot``: a sweep's), but for the per-question heat map of a few dozen questions, drawn by matplotlib
+``response_plot``: a sweep's; ``interval_plot``: a sweep's primary metric with its intervals, for MLflow's chart
+view), but for the per-question heat map of a few dozen questions, drawn by matplotlib
 (``plots``).
 
 Drawn from plain data (a job's result, a sweep summary); nothing here logs or reads MLflow.

@@ -421,10 +421,11 @@ def _file(made: Figure | bytes, dpi: int) -> bytes:
 
 
 def render_html(title: str, sections: Sequence[Section], meta: Mapping[str, str] | None = None,
-                toc: bool = False, intro: str = "", lead: str = "") -> str:
+                toc: bool = False, intro: str = "", lead: str = "", toc_after: int = 0) -> str:
     """The whole page as one string. ``lead`` is markup right under the title (the verdict); ``meta`` (what was
     measured: corpus, settings, versions ...) a table after it; ``intro`` markup after that (provenance, data
-    notes); ``toc`` adds a table of contents linking every section."""
+    notes); ``toc`` adds a table of contents linking every section, after the first ``toc_after`` sections (those
+    the first screen must show)."""
     anchors = section_anchors(sections)
     parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -436,10 +437,13 @@ def render_html(title: str, sections: Sequence[Section], meta: Mapping[str, str]
         parts.append(facts_table(meta))
     if intro:
         parts.append(intro)
+    contents = ""
     if toc and sections:
         items = "".join(f'<li><a href="#{a}">{escape(s.heading)}</a></li>' for s, a in zip(sections, anchors))
-        parts.append(f'<nav class="toc"><strong>Contents</strong><ol>{items}</ol></nav>')
-    for section, anchor in zip(sections, anchors):
+        contents = f'<nav class="toc"><strong>Contents</strong><ol>{items}</ol></nav>'
+    for i, (section, anchor) in enumerate(zip(sections, anchors)):
+        if i == toc_after and contents:
+            parts.append(contents)
         parts.append(f'<section id="{anchor}"><h2>{escape(section.heading)}</h2>')
         for paragraph in filter(None, (p.strip() for p in section.text.split("\n\n"))):
             parts.append(f"<p>{escape(paragraph)}</p>")
@@ -452,6 +456,8 @@ def render_html(title: str, sections: Sequence[Section], meta: Mapping[str, str]
         if section.figure is not None:
             parts.append(figure_html(section.figure, section.heading))
         parts.append("</section>")
+    if contents and toc_after >= len(sections):
+        parts.append(contents)
     parts += ["</body>", "</html>"]
     return "\n".join(parts)
 

@@ -17,8 +17,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from pipeline.analysis.diagnosis import CLASSES, LABELS
-from pipeline.analysis.summary import MAX_PAIRED, SweepSummary, group_label
-from pipeline.common.names import DOCUMENTS_METRIC, QUESTIONS_PREFIX
+from pipeline.analysis.summary import JUDGED_FLOOR, MAX_PAIRED, SweepSummary, group_label
+from pipeline.common.names import DOCUMENTS_METRIC, QUESTIONS_PREFIX, TAG_RESOLVED
 from pipeline.reports.html import (
     Section,
     details,
@@ -94,8 +94,9 @@ def sweep_page(summary: SweepSummary, title: str, meta: Mapping[str, str],
     where = {k: v for k, v in facts.items() if k in PROVENANCE}
     intro = (details("Where these results are: " + ", ".join(where), facts_table(where)) if where else "")
     lead = f'<div id="verdict">{verdict_html(summary)}</div>'
+    first = 1 if sections and sections[0].anchor == "means" else 0  # the means on the first screen, then contents
     return render_html(title, sections, shown, toc=True, intro=intro + notes_html(summary) + judged_html(summary),
-                       lead=lead)
+                       lead=lead, toc_after=first)
 
 
 # -- the header ---------------------------------------------------------------------------------------------------
@@ -123,7 +124,7 @@ def measured_facts(summary: SweepSummary) -> dict[str, str]:
     facts["judgments"] = one([s.tags.get("rankscope.judgments") for s in done])
     facts["questions"] = _questions(summary)
     facts["documents"] = one([_count(s.metrics.get(DOCUMENTS_METRIC)) for s in done])
-    facts["depth"] = param("depth")
+    facts["depth"] = depth_fact(summary, param("depth"))
     facts["metrics"] = _metric_settings(summary, param)
     facts["bootstrap"] = _bootstrap_settings(param)
     facts["comparisons"] = (f"paired bootstrap over questions and a randomisation test ({PERMUTATIONS:,} sign flips), "
@@ -135,6 +136,38 @@ def measured_facts(summary: SweepSummary) -> dict[str, str]:
     commit = one([s.tags.get("mlflow.source.git.commit") for s in done])
     facts["code version"] = f"{code} (git {commit})" if code and commit else code or commit
     return {k: v for k, v in facts.items() if v}
+
+
+def ranking_lengths(summary: SweepSummary) -> dict[str, int]:
+    """Each finished system's longest ranking, as it ran (its per-question table's ``retrieved``)."""
+    found = {}
+    for s in summary.finished:
+        if s.per_question is not None and "retrieved" in s.per_question.columns:
+            longest = pd.to_numeric(s.per_question["retrieved"], errors="coerce").max()
+            if longest == longest:
+                found[s.name] = int(longest)
+    return found
+
+
+def depth_fact(summary: SweepSummary, asked: str | None) -> str | None:
+    """The depth asked for, and where a system's rankings ended sooner (a fusion's own depth, a small corpus)."""
+    if asked is None:
+        return None
+    try:
+        depth = int(asked)
+    except ValueError:  # "varies: ..."
+        return asked
+    shorter: dict[int, list[str]] = {}
+    for name, longest in ranking_lengths(summary).items():
+        if longest < depth:
+            shorter.setdefault(longest, []).append(name)
+    if not shorter:
+        return asked
+    documents = {_count(s.metrics.get(DOCUMENTS_METRIC)) for s in summary.finished}
+    every = int(documents.pop().replace(",", "")) if len(documents) == 1 and None not in documents else None
+    parts = [f"{n}{' (every document)' if n == every else ''} by {', '.join(names)}"
+             for n, names in sorted(shorter.items(), reverse=True)]
+    return f"{asked} asked; the longest ranking returned: {'; '.join(parts)}"
 
 
 def _corpus(tags: Mapping[str, str], params: Mapping[str, str]) -> str | None:
@@ -193,22 +226,33 @@ def _dates(started: list[int | None]) -> str | None:
 
 
 def notes_html(summary: SweepSummary) -> str:
-    """What validating the data found (dropped judgments, empty texts ...), once per distinct note."""
+    """What validating the data found (dropped judgments, empty texts ...), once per distinct note, folded under one
+    line that counts them."""
     notes = list(dict.fromkeys(note for s in summary.systems for note in s.notes))
     if not notes:
         return ""
     items = "".join(f"<li>{escape(n)}</li>" for n in notes)
-    return f'<section id="data-notes"><h2>Data validation notes</h2><ul>{items}</ul></section>'
+    head = f"Data validation notes ({len(notes)}): {notes[0]}" if len(notes) == 1 else (
+        f"Data validation notes: {len(notes)} kinds of correction; unfold to read them")
+    return f'<section id="data-notes" class="folded">{details(head, f"<ul>{items}</ul>")}</section>'
 
 
 def judged_html(summary: SweepSummary) -> str:
-    """The terminal's warnings for systems whose judged@10 is below the floor (their nDCG undercounts)."""
+    """The terminal's warnings for systems whose judged@10 is below the floor (their nDCG undercounts), in one line
+    that names them (a sweep's systems share the corpus, so the warnings repeat each other), the full text folded."""
     thin = summary.thinly_judged()
     if not thin:
         return ""
     items = "".join(f"<li>{escape(judged_warning(system, *found).removeprefix('warning: '))}</li>"
                     for system, found in thin.items())
-    return f'<section id="judged"><h2>Incomplete judgments</h2><ul>{items}</ul></section>'
+    values = [judged for judged, _ in thin.values()]
+    if len(thin) == len(summary.finished) and len(thin) > 3:  # every system: their names would fill lines
+        named = f"all {len(thin)} systems ({min(values):.3f} to {max(values):.3f})"
+    else:
+        named = ", ".join(f"{system} ({judged:.3f})" for system, (judged, _) in thin.items())
+    head = (f"Incomplete judgments: judged@10 below {JUDGED_FLOOR} for {named}: nDCG, recall and MAP count the "
+            f"unjudged documents as not relevant and undercount {'it' if len(thin) == 1 else 'them'}")
+    return f'<section id="judged" class="folded">{details(head, f"<ul>{items}</ul>")}</section>'
 
 
 # -- the sections ----------------------------------------------------------------------------------------------------
@@ -242,27 +286,46 @@ def settings_html(summary: SweepSummary) -> str:
     """One row per system: its letter, name, retriever, swept values and every other retriever setting."""
     tags = letters(summary)
     swept = list(summary.swept)
+    lengths = ranking_lengths(summary)
     rows = []
     for system in summary.finished:
         rep = summary.group_of(system.name)[0]
+        used = resolved(system.tags)
         row = {"#": tags.get(rep, ""), "system": system.name,
                "retriever": system.params.get("retriever") or system.params.get("retriever.name", "")}
         for key in swept:
-            row[key] = system.params.get(key, "")
-        row["other settings"] = retriever_settings(system.params, swept)
+            row[key] = _shown(key, system.params.get(key, ""), used)
+        row["ranks to"] = lengths.get(system.name, "")
+        row["other settings"] = retriever_settings(system.params, swept, used)
         rows.append(row)
     frame = pd.DataFrame(rows).set_index("#")
     note = ("Swept settings have a column each; the other settings are the retriever's (fusion components under "
-            "their name). Systems sharing a letter returned identical results.")
+            "their name), a setting left to follow the corpus shown with the value it took (auto). \"Ranks to\": "
+            "the longest ranking the system returned. Systems sharing a letter returned identical results.")
     return table_html(frame) + paragraph(note, "note")
 
 
-def retriever_settings(params: Mapping[str, str], skip: Sequence[str] = ()) -> str:
-    """``alpha=0.5, depth=10; first: BM25 (k1=1.2, b=0.75); second: LSA (dims=6)`` from the ``retriever.*`` params."""
+def resolved(tags: Mapping[str, str]) -> dict[str, str]:
+    """The settings a run's retriever resolved when it indexed (``rankscope.resolved``: ``retriever.dims=6; ...``)."""
+    pairs = (item.partition("=") for item in tags.get(TAG_RESOLVED, "").split("; ") if "=" in item)
+    return {key: value for key, _, value in pairs}
+
+
+def _shown(key: str, value: str, used: Mapping[str, str]) -> str:
+    """A setting's value; one left to follow the corpus (null) with the value it took: ``6 (auto)``."""
+    return f"{used[key]} (auto)" if key in used and value in ("null", "None", "") else value
+
+
+def retriever_settings(params: Mapping[str, str], skip: Sequence[str] = (),
+                       used: Mapping[str, str] | None = None) -> str:
+    """``alpha=0.5, depth=10; first: BM25 (k1=1.2, b=0.75); second: LSA (dims=6 (auto))`` from the ``retriever.*``
+    params, and the values ``used`` for settings left null."""
     own, components = [], {}
+    used = used or {}
     for key, value in params.items():
         if not key.startswith("retriever.") or key in skip:
             continue
+        value = _shown(key, value, used)
         rest = key.removeprefix("retriever.")
         if rest.startswith("components."):
             name, _, leaf = rest.removeprefix("components.").partition(".")

@@ -195,3 +195,100 @@ def format_table(rows: list[tuple[str, ...]], align: str) -> str:
         cells = [cell.rjust(w) if a == "r" else cell.ljust(w) for cell, w, a in zip(row, widths, align)]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+# -- what MLflow shows first: a run's description and the tags of its runs-table columns --------------------------
+
+
+def interval_text(mean: float, low: float, high: float) -> str:
+    """``0.668 [0.622, 0.713]``: a mean rounded, with its interval."""
+    return f"{number(mean)} [{number(low)}, {number(high)}]"
+
+
+def best_tag(summary: SweepSummary) -> str | None:
+    """The parent's ``rankscope.best``: the best system by the primary metric, only when one is ahead of every
+    other; else the systems tied at the top, named as tied (a tag never crowns one of them)."""
+    best, primary = summary.best, summary.primary.name
+    if best is None:
+        return None
+    if summary.single_best or len(summary.finished) == 1:
+        return f"{best} ({primary})"
+    if not summary.same_data:
+        return f"highest mean: {best}, not compared per question ({primary})"
+    if len(summary.groups) == 1:
+        return f"tied: all {len(summary.finished)} identical ({primary})"
+    top = [summary.label(best), *(group_label(g) for g in summary.groups if g[0] in summary.tied)]
+    if len(top) == 1:
+        return f"{top[0]} ({primary})"
+    return f"tied: {', '.join(top)} ({primary})"
+
+
+DESCRIBED_SYSTEMS = 20  # systems a parent run's description lists (MLflow keeps 8,000 characters of a tag)
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    """A Markdown table (MLflow renders a description's), the second row its ``---`` rule."""
+    return "\n".join("| " + " | ".join(_cell(c) for c in row) + " |" for row in rows)
+
+
+def sweep_description(summary: SweepSummary, corpus: str | None, settings: list[str]) -> str:
+    """The parent run's description (Markdown; MLflow shows it first on the run's page): the verdict in words, then
+    each system's primary metric with its interval and its swept settings, best first."""
+    primary, level = summary.primary.name, f"{summary.confidence:.0%}"
+    on = f" on {corpus}" if corpus else ""
+    questions = list(dict.fromkeys(len(s.per_question) for s in summary.finished if s.per_question is not None))
+    counted = f", {questions[0]:,} questions" if len(questions) == 1 else ""
+    means = summary.means
+    best = summary.best
+    if best is not None and best in means.index and primary in means.columns:
+        row = means.loc[best]
+        found = interval_text(row[primary], row[primary + "/ci_low"], row[primary + "/ci_high"])
+        lead = (f"**{_cell(summary.label(best))}** has the highest {primary}{on}: **{found}** ({level} bootstrap "
+                f"interval{counted}). ")
+    else:
+        lead = ""
+    lines = [lead + verdict_text(summary)]
+    if not means.empty and primary in means.columns:
+        by_name = {s.name: s for s in summary.finished}
+        order = means[primary].sort_values(ascending=False, kind="stable").index
+        key = summary.primary.mlflow_key
+        rows = [["system", primary, f"{level} interval", *settings], ["---"] * (3 + len(settings))]
+        for name in order[:DESCRIBED_SYSTEMS]:
+            row = means.loc[name]
+            values = [by_name[name].params.get(s, "") if name in by_name else "" for s in settings]
+            rows.append([name, f"**{number(row[primary])}**",
+                         f"[{number(row[primary + '/ci_low'])}, {number(row[primary + '/ci_high'])}]", *values])
+        lines.append(markdown_table(rows))
+        if len(order) > DESCRIBED_SYSTEMS:
+            lines.append(f"... and {len(order) - DESCRIBED_SYSTEMS} more systems: see the report.")
+        lines.append(f"MLflow's metric `{key}` (bounds `{key}_ci_lower`, `{key}_ci_upper`) is the top system's. "
+                     "The sweep's report, with every paired difference: `report.html` among this run's artifacts.")
+    for system in summary.failed:
+        lines.append(f"FAILED job {system.job} ({_cell(system.name)}): {_cell(system.error or system.status)}")
+    return "\n\n".join(lines)
+
+
+def job_description(result: Measured) -> str:
+    """A job run's description (Markdown): what was measured, then each shown metric with its interval, the
+    primary one first."""
+    c, e, plan = result.collection, result.evaluation, result.plan
+    level = f"{plan.confidence:.0%}"
+    primary = plan.primary
+    head = (f"**{_cell(result.system)}** on {c.name} ({c.split}), {len(e.per_question):,} questions: "
+            f"**{primary.name} {interval_text(*_bounds(result.intervals[primary.name]))}** ({level} bootstrap "
+            f"interval; MLflow's `{primary.mlflow_key}`, `{primary.mlflow_key}_ci_lower`, "
+            f"`{primary.mlflow_key}_ci_upper`).")
+    shown = [s for s in dict.fromkeys([primary, *plan.show]) if s.name in result.intervals]
+    rows = [["metric", "mean", f"{level} interval"], ["---"] * 3]
+    for spec in shown:
+        iv = result.intervals[spec.name]
+        rows.append([spec.name, number(iv.mean), f"[{number(iv.low)}, {number(iv.high)}]"])
+    return head + "\n\n" + markdown_table(rows)
+
+
+def _bounds(interval: Interval) -> tuple[float, float, float]:
+    return interval.mean, interval.low, interval.high

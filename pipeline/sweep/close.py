@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from metrics.spec import MetricSpec
 from pipeline.analysis.summary import SweepSummary, SystemRun, compare_systems, summarize
 from pipeline.common import commands
 from pipeline.common.forking import one_blas_thread
@@ -21,20 +22,22 @@ from pipeline.common.names import (
     SUMMARY_TEXT,
     SYSTEMS_FILE,
     TAG_BEST,
+    TAG_CORPUS,
+    TAG_DESCRIPTION,
     UPPER,
 )
 from pipeline.common.redact import redact_text
 from pipeline.config.build import metric_plan
 from pipeline.job.context import SweepHandle
-from pipeline.reports.text import sweep_text
+from pipeline.reports.text import best_tag, sweep_description, sweep_text
 from pipeline.sweep.report import FirstFigures, plots_and_report
 from pipeline.sweep.resume import sweep_state
 from pipeline.tracking.client import MlflowClient
+from pipeline.tracking.links import experiment_url, run_location, run_url
 from pipeline.tracking.readback import child_runs
 from pipeline.tracking.records import pending_records
 from pipeline.tracking.runs import Tracker, log_parent_summary
-from pipeline.tracking.store import run_location
-from pipeline.tracking.views import save_view, view_url
+from pipeline.tracking.views import save_view
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,15 +67,16 @@ def close_sweep(parent: Tracker, experiment_id: str, sweep_dir: Path, uri: str, 
                      f"{folders}); once the tracking store answers: {sync_command(sweep_dir)}")
         where = run_location(uri, experiment_id, parent.run_id)
         handle = SweepHandle.read(sweep_dir)
-        view = save_view(parent.client, experiment_id, plan.primary.mlflow_key, plan.primary.name,
-                         handle.varying if handle else [])
-        print(f"\n{text}\n\nMLflow: parent {where}\nMLflow view ({plan.primary.name} and the swept settings as "
-              f"columns): {redact_text(view_url(uri, experiment_id, view))}", flush=True)
+        views = [f"MLflow view of {corpus} ({plan.primary.name} with its interval, the swept settings; every run on "
+                 f"{corpus}): {redact_text(experiment_url(uri, experiment_id, view))}"
+                 for corpus, view in save_views(parent.client, experiment_id, summary, plan.primary, handle)]
+        print(f"\n{text}\n\nMLflow: parent {where}" + "".join(f"\n{line}" for line in views), flush=True)
         # Plug-in point: later views of the sweep build from `summary` (read back from MLflow) and add files here.
         files = write_summary(summary, text, sweep_dir)
         log_summary(parent, summary, handle, len(unlogged))  # while the copy draws the first figures
+        page = f"parent run {parent.run_id}: {run_url(uri, experiment_id, parent.run_id)}"
         files += plots_and_report(summary, plan, diagnosis, title, sweep_dir, parent,
-                                  {"MLflow": f"parent {where}", "overrides": overrides}, first)
+                                  {"MLflow": page, "overrides": overrides}, first)
         parent.wait_later()  # the summary logged (a store error is the sweep's, not its report's)
     finally:
         first.stop()  # stopped on the way (an error, Ctrl-C), no copy is left drawing
@@ -137,10 +141,36 @@ def log_summary(parent: Tracker, summary: SweepSummary, handle: SweepHandle | No
     best = next((s for s in finished if s.name == summary.best), None)
     key = summary.primary.mlflow_key
     metrics = {k: best.metrics[k] for k in (key, key + LOWER, key + UPPER) if k in best.metrics} if best else {}
-    tags = {TAG_BEST: f"{best.name} ({summary.primary.name})"} if best else {}
+    corpora = corpora_of(summary)
+    tags = {TAG_DESCRIPTION: sweep_description(summary, ", ".join(corpora) or None, swept_settings(summary, handle))}
+    named = best_tag(summary)
+    if named:
+        tags[TAG_BEST] = named
+    if len(corpora) == 1:  # the parent joins its children's group in the corpus's saved view
+        tags[TAG_CORPUS] = corpora[0]
     parent.run_later(log_parent_summary, JOBS_PREFIX + "finished", counts, table, SUMMARY_TABLE,
                      finished[0].run_id if finished else None,
                      {k: ",".join(dict.fromkeys(v)) for k, v in swept.items()}, metrics, tags)
+
+
+def corpora_of(summary: SweepSummary) -> list[str]:
+    """The corpora the sweep's finished systems were measured on (their ``rankscope.corpus`` tags), in job order."""
+    return list(dict.fromkeys(s.tags[TAG_CORPUS] for s in summary.finished if s.tags.get(TAG_CORPUS)))
+
+
+def swept_settings(summary: SweepSummary, handle: SweepHandle | None) -> list[str]:
+    """The settings the sweep varied that its runs hold as params (``retriever``, ``retriever.k1`` ...), in the
+    order they were given; the corpus is not one (views and descriptions are per corpus)."""
+    held = {k for s in summary.finished for k in s.params}
+    return [k for k in (handle.varying if handle else []) if k in held and k != "corpus"]
+
+
+def save_views(client: MlflowClient, experiment_id: str, summary: SweepSummary, primary: MetricSpec,
+               handle: SweepHandle | None) -> list[tuple[str, str]]:
+    """The saved view of each corpus the sweep measured, its swept settings added: ``(corpus, view key)``."""
+    settings = swept_settings(summary, handle)
+    return [(corpus, save_view(client, experiment_id, corpus, primary.mlflow_key, primary.name, settings))
+            for corpus in corpora_of(summary)]
 
 
 def children_closed(parent: Tracker, experiment_id: str, reason: str | None = None,

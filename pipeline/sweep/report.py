@@ -25,6 +25,7 @@ from pipeline.common import interrupts
 from pipeline.common.names import (
     DIAGNOSIS_DIR,
     DIFFERENCES_FILE,
+    INTERVAL_FIGURE,
     PAIRS_FILE,
     PLOTS_DIR,
     PROG,
@@ -34,11 +35,13 @@ from pipeline.common.names import (
     SUMMARY_MARKDOWN,
     SUMMARY_TEXT,
     SYSTEMS_FILE,
+    TAG_CORPUS,
 )
 from pipeline.common.redact import redact_text
 from pipeline.config.build import MetricPlan
 from pipeline.config.plan import diagnosis_settings
 from pipeline.reports.html import DPI, Drawing, save_figures, write_report
+from pipeline.reports.interval_plot import intervals_png
 from pipeline.reports.means_plot import means_bars_png
 from pipeline.reports.paired_plot import paired_bootstrap_png
 from pipeline.reports.plots import Figure, first_relevant_heatmap
@@ -142,6 +145,22 @@ def compared_figures(summary: SweepSummary, plan: MetricPlan) -> list[SweepFigur
                         response_png(grid, x, hue, primary, plan.confidence, DPI))]
 
 
+
+
+def interval_figure(summary: SweepSummary, plan: MetricPlan, folder: Path) -> Path | None:
+    """The primary metric of each system with its interval, for MLflow's chart view (which draws no error bars);
+    only for a sweep on one corpus: two corpora never share an axis. Saved in ``folder``; None when not drawn."""
+    means = long_means(summary, collapse=True)
+    means = means[(means["metric"] == plan.primary.name) & means["mean"].notna()]
+    corpora = {s.tags.get(TAG_CORPUS) for s in summary.finished}
+    if means.empty or not summary.same_data or len(corpora) != 1:
+        return None
+    title = f"{plan.primary.name} on {corpora.pop() or 'the corpus'}, {plan.confidence:.0%} intervals"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{plan.primary.mlflow_key}_intervals.png"
+    rows = means[["system", "mean", "ci_low", "ci_high"]].itertuples(index=False, name=None)
+    path.write_bytes(intervals_png(list(rows), title))
+    return path
 
 
 class FirstFigures:
@@ -285,6 +304,9 @@ def plots_and_report(summary: SweepSummary, plan: MetricPlan, diagnosis: Mapping
             first.stop()
         figures = drawn + later
         parent.log_files(plots, PLOTS_DIR)
+        interval = interval_figure(summary, plan, sweep_dir / PLOTS_DIR)
+        if interval is not None:  # the saved view's chart section starts with it
+            parent.log_image(interval, INTERVAL_FIGURE.format(key=plan.primary.mlflow_key))
         if per_system:
             parent.log_files(per_system, DIAGNOSIS_DIR)
         info = {"sweep folder": str(sweep_dir), **meta}

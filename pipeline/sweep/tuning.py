@@ -42,7 +42,7 @@ from pipeline.job.context import JobContext, SweepHandle, run_name, short_value
 from pipeline.job.run import JobOutcome, execute_job
 from pipeline.reports.text import format_table, number
 from pipeline.sweep.close import children_closed
-from pipeline.tracking.store import run_location
+from pipeline.tracking.links import run_location
 
 if TYPE_CHECKING:
     from pipeline.analysis.summary import SystemRun

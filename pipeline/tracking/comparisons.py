@@ -10,7 +10,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -26,19 +26,26 @@ from pipeline.common.names import (
     QUESTIONS_PREFIX,
     TAG_COMPARE_BASELINE,
     TAG_COMPARE_CANDIDATE,
+    TAG_COMPARE_COMMAND,
     TAG_COMPARE_DIGEST,
+    TAG_COMPARE_PRIMARY,
     TAG_COMPARE_VERDICT,
+    TAG_COMPARED_IN,
+    TAG_DESCRIPTION,
     TAG_GATE,
     TAG_GATE_REASON,
     TAG_KIND,
     UPPER,
 )
-from pipeline.tracking.client import MlflowClient, MlflowException, Run
+from pipeline.tracking.client import MLFLOW_SOURCE_NAME, MlflowClient, MlflowException, Run
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.search import first_run, search_runs
 from pipeline.tracking.selectors import corpus_key, corpus_of, literal
 from pipeline.tracking.store import EXPERIMENT_TAGS
+from pipeline.tracking.views import save_comparisons_view
 
+LINKED = 10  # comparisons a compared run's description lists
+COMPARED_HEADING = "\n\n**Compared in** (newest first):\n"
 # per metric: the comparison table's column -> the suffix of its MLflow key (bounds next to the difference)
 COLUMNS = {"baseline": "_baseline", "candidate": "_candidate", "difference": "_difference",
            "ci_low": "_difference" + LOWER, "ci_high": "_difference" + UPPER, "p_value": "_p_value",
@@ -63,11 +70,16 @@ class Side(Protocol):
 
 def record_comparison(client: MlflowClient, baseline: Side, candidate: Side, comparison: Comparison, verdict: str,
                       resamples: int, permutations: int, seed: int, tags: Mapping[str, str] | None = None,
-                      gate_result: GateResult | None = None) -> str:
+                      gate_result: GateResult | None = None, source: str | None = None,
+                      shown: Mapping[str, str] | None = None) -> str:
     """The comparison as an MLflow run of the comparisons experiment (``<experiment> comparisons``, apart from the
     evaluations, whose metric names it would otherwise reuse with another meaning): both ids as tags, per metric
     ``<metric>_baseline``, ``_candidate``, ``_difference`` (with ``_ci_lower``/``_ci_upper``), ``_p_value``,
-    ``_p_holm``, and the table via ``log_table``. Named with both sides and the corpus.
+    ``_p_holm``, and the table via ``log_table``. Named with the command that made it (``compare:`` or ``gate:``),
+    both sides and the corpus; its source is ``source`` (the command line), its dataset inputs both sides' corpora.
+    ``shown``: what the UI shows first, in words: ``description`` (the run's) and ``primary`` (the verdict on the
+    primary metric, a column of the comparisons' saved view). Each compared run then links to it (its description
+    and ``rankscope.compared_in``).
 
     The same comparison (same runs, metrics, settings and gate decision) is recorded once: asked again (a
     resumed sweep, a repeated command) it returns the run that already holds it."""
@@ -88,12 +100,19 @@ def record_comparison(client: MlflowClient, baseline: Side, candidate: Side, com
         f"{TAG_COMPARE_CANDIDATE}.corpus_digest": str(candidate.corpus_digest),
         TAG_COMPARE_VERDICT: verdict,
         TAG_COMPARE_DIGEST: digest,
+        TAG_COMPARE_COMMAND: "gate" if gate_result is not None else "compare",
     }
+    if source:
+        run_tags[MLFLOW_SOURCE_NAME] = source
+    if shown and shown.get("description"):
+        run_tags[TAG_DESCRIPTION] = shown["description"]
+    if shown and shown.get("primary"):
+        run_tags[TAG_COMPARE_PRIMARY] = shown["primary"]
     if gate_result is not None:
         run_tags[TAG_GATE] = "pass" if gate_result.passed else "regression"
         run_tags[TAG_GATE_REASON] = gate_result.reason[:5000]
     corpora = list(dict.fromkeys(corpus_of(side.run) or "?" for side in (candidate, baseline)))
-    name = f"{candidate.name} vs {baseline.name} · {' vs '.join(corpora)}"
+    name = f"{run_tags[TAG_COMPARE_COMMAND]}: {candidate.name} vs {baseline.name} · {' vs '.join(corpora)}"
     tracker = Tracker.start(client, experiment_id, name, run_tags)
     try:
         tracker.log_params({"confidence": comparison.confidence, "resamples": resamples,
@@ -109,6 +128,7 @@ def record_comparison(client: MlflowClient, baseline: Side, candidate: Side, com
                 values[key + logged] = float(row[column])
         tracker.log_metrics(values)
         tracker.log_table(comparison.table.reset_index(), COMPARISON_TABLE)
+        log_sides(tracker, baseline, candidate)
         if comparison.only_in_baseline or comparison.only_in_candidate:
             text = (f"only in the baseline ({baseline.run_id}):\n" + "\n".join(comparison.only_in_baseline)
                     + f"\n\nonly in the candidate ({candidate.run_id}):\n" + "\n".join(comparison.only_in_candidate))
@@ -117,7 +137,37 @@ def record_comparison(client: MlflowClient, baseline: Side, candidate: Side, com
         tracker.finish(error=f"{type(exc).__name__}: {exc}")
         raise
     tracker.finish()
+    save_comparisons_view(client, experiment_id)
+    for side in (baseline, candidate):
+        link_back(client, side.run, experiment_id, tracker.run_id, name, shown.get("primary") if shown else None)
     return tracker.run_id
+
+
+def log_sides(tracker: Tracker, baseline: Side, candidate: Side) -> None:
+    """Both sides' corpora as the comparison's dataset inputs, in the context of the side that read them
+    (``baseline``, ``candidate``, or both when they share one)."""
+    contexts: dict[tuple[str, str], list[str]] = {}
+    found: dict[tuple[str, str], Any] = {}
+    for label, side in (("baseline", baseline), ("candidate", candidate)):
+        for entry in (side.run.inputs.dataset_inputs if side.run.inputs else []):
+            identity = (entry.dataset.name, entry.dataset.digest)
+            found.setdefault(identity, entry.dataset)
+            contexts.setdefault(identity, []).append(label)
+    for identity, dataset in found.items():
+        tracker.log_dataset(dataset, " and ".join(contexts[identity]))
+
+
+def link_back(client: MlflowClient, run: Run, experiment_id: str, comparison_id: str, name: str,
+              primary: str | None) -> None:
+    """A compared run's description lists the comparisons that read it (the newest first, up to
+    :data:`LINKED`), each linked; ``rankscope.compared_in`` holds the newest one's id."""
+    held = client.get_run(run.info.run_id).data.tags.get(TAG_DESCRIPTION, "")
+    own, _, listed = held.partition(COMPARED_HEADING)
+    line = f"- [{name}](#/experiments/{experiment_id}/runs/{comparison_id}?workflowType=machine_learning)" + (
+        f": {primary}" if primary else "")
+    lines = [line, *(x for x in listed.strip().splitlines() if x.startswith("- ") and x != line)][:LINKED]
+    Tracker(client, run.info.run_id).set_tags({TAG_DESCRIPTION: own.rstrip() + COMPARED_HEADING + "\n".join(lines),
+                                              TAG_COMPARED_IN: comparison_id})
 
 
 def comparisons_experiment(client: MlflowClient, evaluations: str) -> str:

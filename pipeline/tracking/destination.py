@@ -19,6 +19,7 @@ from pipeline.common.redact import redact_text
 from pipeline.tracking import background
 from pipeline.tracking.client import MlflowClient
 from pipeline.tracking.identity import Identity
+from pipeline.tracking.links import run_location
 from pipeline.tracking.provenance import code_version
 from pipeline.tracking.records import JobRecord, Published, finished_run, masked_table_file, now_ms, publish
 from pipeline.tracking.runs import dataset_fields, redacted_frame
@@ -27,7 +28,6 @@ from pipeline.tracking.store import (
     Store,
     StoreUnavailable,
     client_for,
-    run_location,
     store_error,
     tracking_uri,
 )

@@ -169,6 +169,12 @@ class Tracker:
                 time.sleep(0.2 + random.random() * 0.5)
 
     @whole
+    def log_dataset(self, dataset: Dataset, context: str) -> None:
+        """Another run's dataset (a comparison's sides' corpora), as this run's input in ``context``."""
+        self.client.log_inputs(self.run_id, datasets=[DatasetInput(dataset, tags=[InputTag("mlflow.data.context",
+                                                                                            context)])])
+
+    @whole
     def rename(self, run_id: str, name: str) -> None:
         """Give another run of this store a new name (masked)."""
         self.client.update_run(run_id, name=redact_text(name))
@@ -202,6 +208,17 @@ class Tracker:
     def log_text(self, text: str, artifact_file: str) -> None:
         """A text artifact, secrets masked."""
         self.client.log_text(self.run_id, redact_text(text) + "\n", artifact_file)
+
+    @whole
+    def log_image(self, path: Path, key: str) -> None:
+        """A PNG as an MLflow image under ``key``: the chart view's image cards show it (a file under ``plots/``
+        they do not)."""
+        import numpy as np
+        from PIL import Image
+
+        with Image.open(path) as image:
+            pixels = np.asarray(image.convert("RGB"))  # an array crosses to the store process as it is
+        self.client.log_image(self.run_id, pixels, key=key, step=0)
 
     @whole
     def set_tags(self, tags: Mapping[str, str]) -> None:

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from metrics.errors import InputError
-from pipeline.common import commands
 from pipeline.common.names import ARTIFACT_DIR, CREATING_SUFFIX, DB_NAME, DEFAULT_EXPERIMENT, LOCK_SUFFIX
 from pipeline.common.redact import one_line, redact_text
 from pipeline.tracking import background
 from pipeline.tracking.client import MlflowClient, MlflowException
+from pipeline.tracking.links import run_location
 
 SQLITE = "sqlite:///"
 _OS_REASON = re.compile(r"\[Errno -?\d+\] ([^\"')\]]+)")
@@ -223,12 +223,3 @@ def create_database_schema(backend_store_uri: str, artifact_root: str) -> None:
     except Exception as exc:
         raise InputError(f"cannot open the tracking database: {redact_text(str(exc))}") from None
     store.engine.dispose()
-
-
-def run_location(uri: str, experiment_id: str, run_id: str) -> str:
-    """Where to look at a run: its UI page on a server, else the command that opens the UI on the store."""
-    if uri.startswith(("http://", "https://")):
-        return redact_text(f"{uri.rstrip('/')}/#/experiments/{experiment_id}/runs/{run_id}")
-    ui = commands.line(commands.module("pipeline.ui", "--backend-store-uri", uri))
-    return redact_text(f"run {run_id} in {uri} (open the UI: {ui}, then http://127.0.0.1:5000/#/experiments/"
-                       f"{experiment_id}/runs/{run_id})")

@@ -1,7 +1,9 @@
 """``python -m pipeline.ui`` (``make ui``): the MLflow UI on a local store, served by one real process.
 
-It must serve what ``mlflow ui`` serves (the page, the runs, their artifacts), stop on Ctrl-C without a traceback,
-and say in one line what is wrong with a busy port or a store that is not local.
+It must serve what ``mlflow ui`` serves (the page, the runs, their artifacts), print the page to open (the
+experiment's runs in runs mode, on its newest saved view), tell the links other commands print its address while it
+runs, stop on Ctrl-C without a traceback, and say in one line what is wrong with a busy port, a store that is not
+local or one that does not exist (never creating it).
 """
 
 from __future__ import annotations
@@ -60,12 +62,14 @@ def store_with_a_run(tmp_path_factory, empty_store):
     code = """
 from pathlib import Path
 from pipeline.tracking.store import Store
+from pipeline.tracking.views import save_view
 store = Store.open('sqlite:///' + str(Path('mlflow.db').resolve()), 'rankscope')
 run = store.client.create_run(store.experiment_id, run_name='BM25 · helpdesk')
 store.client.log_metric(run.info.run_id, 'ndcg_at_10', 0.75)
 Path('per_question.json').write_text('{"columns": ["query_id"], "data": [["q01"]]}')
 store.client.log_artifact(run.info.run_id, 'per_question.json')
 store.client.set_terminated(run.info.run_id)
+save_view(store.client, store.experiment_id, 'helpdesk', 'ndcg_at_10', 'ndcg@10', [])
 print(run.info.run_id)
 """
     done = subprocess.run([sys.executable, "-c", code], cwd=folder, env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -82,6 +86,11 @@ def test_it_serves_the_page_the_runs_and_their_artifacts_then_stops_on_ctrl_c(st
     try:
         wait_until_served(process, base)
         assert b"<html" in get(base + "/").lower()
+        links = subprocess.run([sys.executable, "-c", "from pipeline.tracking.links import run_location; "
+                                f"print(run_location('sqlite:///{folder / 'mlflow.db'}', '1', '{run_id}'))"],
+                               env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
+        assert links.stdout.splitlines()[1] == (f"  its page:  {base}/#/experiments/1/runs/{run_id}"
+                                                "?workflowType=machine_learning")  # this UI's port, not 5000
         found = json.loads(get(base + "/ajax-api/2.0/mlflow/runs/get?run_id=" + run_id))
         assert found["run"]["data"]["metrics"][0]["key"] == "ndcg_at_10"
         artifact = get(f"{base}/get-artifact?path=per_question.json&run_uuid={run_id}")
@@ -91,7 +100,19 @@ def test_it_serves_the_page_the_runs_and_their_artifacts_then_stops_on_ctrl_c(st
         out, err = process.communicate(timeout=60)
     assert process.returncode == 0
     assert f"MLflow UI on {base}" in out
-    assert "Traceback" not in err
+    assert (f"Open:  {base}/#/experiments/1/runs?workflowType=machine_learning"
+            "&viewStateShareKey=rankscope-helpdesk-ndcg_at_10") in out.splitlines()
+    assert "Traceback" not in err and not (folder / "mlflow.db.ui").exists()
+
+
+@pytest.mark.parametrize("typed", ["mlflow.db,", "elsewhere/mlflow.db"])
+def test_a_store_that_does_not_exist_is_one_line_and_is_not_created(tmp_path, typed):
+    """``--backend-store-uri .../mlflow.db,`` (the comma copied with a path) would serve a new, empty store."""
+    process = start(tmp_path, "--backend-store-uri", f"sqlite:///{tmp_path / typed}", "--port", str(free_port()))
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 2
+    assert err.strip().count("\n") == 0 and f"no MLflow store at {tmp_path / typed}" in err, err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_busy_port_is_one_line(tmp_path):

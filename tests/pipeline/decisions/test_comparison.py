@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 
 import pandas as pd
@@ -11,6 +13,7 @@ from mlflow import MlflowClient
 from metrics.evaluation import evaluate
 from metrics.power import minimum_detectable_effect, questions_needed
 from pipeline.compare import main
+from pipeline.tracking.views import decode
 from retrievers import BM25, LSA
 from tests.pipeline.helpers import log_run
 
@@ -51,7 +54,39 @@ def test_two_runs_of_the_same_system_are_indistinguishable_with_an_interval_arou
     assert (table["ci_low"] <= 0).all() and (table["ci_high"] >= 0).all() and (table["difference"] == 0).all()
     assert recorded.data.metrics["ndcg_at_5_difference"] == 0
     assert recorded.data.metrics["system/questions_common"] == 14
-    assert recorded.info.run_name == "BM25 vs BM25 · helpdesk"
+    assert recorded.info.run_name == "compare: BM25 vs BM25 · helpdesk"
+
+
+def test_a_comparison_run_carries_its_command_both_datasets_its_verdict_and_a_link_from_each_side(helpdesk_store,
+                                                                                                    capsys):
+    """What the MLflow UI shows of it: the command as its source, both sides' corpus as its datasets, the verdict in
+    words first (its description) and as a column (a tag of the comparisons' saved view, whose printed link names
+    the comparisons experiment); each compared run's description links back to it."""
+    folder, runs = helpdesk_store
+    assert compare(folder, runs["first"], runs["lsa"]) == 0
+    out = capsys.readouterr().out
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    (recorded,) = [r for r in comparisons(client) if r.data.tags["rankscope.compare.candidate"] == runs["lsa"]]
+    tags, experiment = recorded.data.tags, recorded.info.experiment_id
+    assert recorded.info.run_name == "compare: LSA vs BM25 · helpdesk"
+    assert tags["mlflow.source.name"].endswith(f"-m pipeline.compare {runs['first']} {runs['lsa']} "
+                                               f"--tracking-uri sqlite:///{folder / 'mlflow.db'}")
+    assert tags["rankscope.compare.by"] == "compare"
+    assert re.fullmatch(r"ndcg@5: (worse|better|indistinguishable), [-+]\d\.\d{3} \[[-+]\d\.\d{3}, [-+]\d\.\d{3}\]",
+                        tags["rankscope.compare.primary"])
+    assert tags["mlflow.note.content"].startswith("**LSA** (candidate) is ")
+    (dataset,) = recorded.inputs.dataset_inputs
+    assert dataset.dataset.name == "helpdesk/test" and [t.value for t in dataset.tags] == ["baseline and candidate"]
+    assert f"/#/experiments/{experiment}/runs/{recorded.info.run_id}?workflowType=machine_learning" in out
+    assert (f"/#/experiments/{experiment}/runs?workflowType=machine_learning&viewStateShareKey=rankscope-comparisons"
+            in out)
+    view = client.get_experiment(experiment).tags["mlflow.sharedViewState.rankscope-comparisons"]
+    assert "rankscope.compare.primary" in json.dumps(decode(json.loads(view)["state"]))
+    for side in (runs["first"], runs["lsa"]):
+        held = client.get_run(side).data.tags
+        assert held["rankscope.compared_in"] == recorded.info.run_id
+        assert f"[compare: LSA vs BM25 · helpdesk](#/experiments/{experiment}/runs/{recorded.info.run_id}" in (
+            held["mlflow.note.content"])
     evaluations = client.get_experiment_by_name("rankscope").experiment_id
     assert client.search_runs([evaluations], "tags.`rankscope.kind` = 'comparison'") == []
 

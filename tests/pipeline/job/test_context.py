@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from pipeline.app import stamp, unescape
+from pipeline.config.paths import entry_defaults
 from pipeline.job.context import SweepHandle, system_name
 
 
@@ -54,3 +55,16 @@ def test_two_commands_started_in_the_same_second_get_different_folders():
 
 def test_overrides_are_shown_as_typed():
     assert unescape(r"tracking.uri=http\://127.0.0.1\:5000") == "tracking.uri=http://127.0.0.1:5000"
+
+
+def test_a_setting_given_its_entry_s_own_value_changes_nothing_and_is_not_in_the_name():
+    """The same configuration has one name in every sweep: BM25 at bm25.yaml's k1=1.2 b=0.75 is "BM25" in a systems
+    sweep and at that point of a k1 x b grid alike; a value that differs stays in the name."""
+    defaults = entry_defaults("retriever", "bm25")
+    assert defaults["k1"] == 1.2 and defaults["b"] == 0.75
+    grid = ["retriever.k1", "retriever.b"]
+    assert system_name("BM25", ["retriever.k1=1.2", "retriever.b=0.75"], grid, defaults) == "BM25"
+    assert system_name("BM25", ["retriever.k1=1.20", "retriever.b=0.4"], grid, defaults) == "BM25 b=0.4"
+    assert system_name("BM25", ["retriever=bm25"], ["retriever"], defaults) == "BM25"
+    assert system_name("BM25", ["retriever.k1=0.9", "retriever.b=0.75"], grid, defaults) == "BM25 k1=0.9"
+    assert entry_defaults("retriever", "no_such_entry") == {}  # a user's own entry: every override named

@@ -3,6 +3,8 @@ waits for its plots (drawn by a forked copy) until the next job has computed, or
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 import yaml
@@ -108,3 +110,29 @@ def test_the_per_question_csv_holds_the_table_with_its_secrets_masked(tmp_path):
     csv = files_beside(result, safe, {}, tmp_path)[tmp_path / PER_QUESTION_FILE]().decode("utf-8")
     assert "abc123" not in csv and "abc123" not in table().decode("utf-8")
     assert "reset my password" in csv and csv.count("\n") == 3 and dtypes["ndcg@10"] == "float64"
+
+
+def test_a_job_run_shows_first_its_primary_metric_with_its_interval_and_what_its_retriever_resolved(tmp_path,
+                                                                                                    empty_store):
+    """The run's description (its page shows it first) and the saved views' column hold the primary metric rounded,
+    with its interval, as the run's metrics hold it; LSA's dims (null: follow the corpus) is tagged with the value it
+    took; the per-question table starts with what a reader looks for."""
+    from mlflow import MlflowClient
+
+    from tests.pipeline.helpers import log_run
+
+    (tmp_path / "mlflow.db").write_bytes(empty_store.read_bytes())
+    run_id = log_run(tmp_path, "retriever=lsa", "metrics.bootstrap.resamples=50")
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = client.get_run(run_id)
+    key = run.data.params["metrics.primary"].replace("@", "_at_")
+    name = run.data.params["metrics.primary"]
+    mean, low, high = (run.data.metrics[key + suffix] for suffix in ("", "_ci_lower", "_ci_upper"))
+    shown = f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+    assert run.data.tags[f"rankscope.{key}"] == shown
+    assert run.data.tags["mlflow.note.content"].startswith(f"**LSA** on helpdesk (test), 14 questions: **{name} "
+                                                           f"{shown}** (95% bootstrap interval")
+    assert run.data.params["retriever.dims"] == "null" and run.data.tags["rankscope.resolved"] == "retriever.dims=6"
+    local = client.download_artifacts(run_id, PER_QUESTION_TABLE, str(tmp_path))
+    columns = list(read_table(Path(local)).columns)
+    assert columns[:5] == ["query_id", name, "first_relevant_rank", "failure_classes", "question"]

@@ -12,7 +12,14 @@ from metrics.spec import parse_metrics
 from pipeline.analysis.diagnosis import DiagnosisSettings
 from pipeline.analysis.summary import summarize
 from pipeline.config.build import metric_plan
-from pipeline.reports.sweep_page import INLINE_FAILURES, PageFiles, failing, measured_facts, retriever_settings
+from pipeline.reports.sweep_page import (
+    INLINE_FAILURES,
+    PageFiles,
+    failing,
+    judged_html,
+    measured_facts,
+    retriever_settings,
+)
 from pipeline.sweep.report import diagnoses_of, report_html, sweep_figures
 from retrievers import BM25, LSA
 from tests.pipeline.measured import measured
@@ -64,10 +71,14 @@ def header(html: str, table: int = 1) -> dict[str, str]:
     return dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", found))
 
 
-def test_the_header_says_what_was_measured_from_the_runs(page):
+def test_the_header_says_what_was_measured_from_the_runs(page, study):
     facts = header(page[0])
     assert facts["corpus"] == "helpdesk" and facts["split"] == "test"
-    assert facts["questions"] == "14 evaluated" and facts["documents"] == "28" and facts["depth"] == "100"
+    assert facts["questions"] == "14 evaluated" and facts["documents"] == "28"
+    longest = {s.name: int(s.per_question["retrieved"].max()) for s in study.finished}
+    assert facts["depth"].startswith("100 asked; the longest ranking returned: ")  # what each system really ranked
+    for name, n in longest.items():
+        assert re.search(rf"{n} by [^;]*\b{name}\b", facts["depth"]), (name, n, facts["depth"])
     assert facts["metrics"].startswith("primary ndcg@5; shown hit_rate@3, recall@5, mrr, ndcg@5; cutoffs [3, 5, 10]")
     assert "relevant from grade 1; nDCG gain linear" in facts["metrics"]
     assert facts["bootstrap"] == "percentile intervals, 1000 resamples, seed 0, 95% confidence"
@@ -86,10 +97,37 @@ def test_a_setting_that_differs_between_runs_is_said_to_vary(study):
         study.finished[1].params["depth"] = "100"
 
 
-def test_data_notes_are_listed_once_under_the_header(page):
+def test_data_notes_are_listed_once_under_the_header_folded_under_one_line(page):
     html = page[0]
-    assert html.count("2 judgment(s) name unknown documents (dropped)") == 1
+    notes = html.split('<section id="data-notes"', 1)[1].split("</section>", 1)[0]
+    assert notes.count("<summary>") == 1 and notes.count("<li>") == 1  # one line, the note once in the fold
+    assert "<summary>Data validation notes (1): qrels/test.tsv: 2 judgment(s) name unknown documents" in notes
     assert html.index("Data validation notes") < html.index('<nav class="toc">')
+
+
+def test_the_means_table_comes_before_the_contents_and_the_repeated_judgment_warnings_fold_into_one_line(
+        study, page):
+    """On SciFact every system's judged@10 is low: one line names them all, the full warnings folded; the means
+    table follows the header at once (the contents after it), so the first screen shows it."""
+    html = page[0]
+    assert html.index('<section id="means">') < html.index('<nav class="toc">')
+    thin = dict.fromkeys(s.name for s in study.finished)
+    for system in study.finished:
+        system.metrics["judged_at_10"] = 0.087
+    try:
+        judged = judged_html(study)
+    finally:
+        for system in study.finished:
+            del system.metrics["judged_at_10"]
+    assert judged.count("<summary>") == 1 and judged.count("<li>") == len(thin)
+    summary = judged.split("<summary>", 1)[1].split("</summary>", 1)[0]
+    assert summary.startswith("Incomplete judgments: judged@10 below 0.8 for all 4 systems (0.087 to 0.087)")
+    study.finished[0].metrics["judged_at_10"] = 0.5  # one system only: named
+    try:
+        judged = judged_html(study)
+    finally:
+        del study.finished[0].metrics["judged_at_10"]
+    assert f"below 0.8 for {study.finished[0].name} (0.500): nDCG" in judged
 
 
 def test_every_contents_link_resolves_and_no_heading_repeats(page):
@@ -119,6 +157,20 @@ def test_each_system_s_settings_are_shown_and_say_which_alpha_is_weighted_s(page
     assert "alpha" not in next(r for r in settings.split("<tr>") if "<td>RRF</td>" in r)
     assert retriever_settings(PARAMS["RRF"]) == ("k=60.0, depth=10; first: BM25 (k1=1.2, b=0.75); second: LSA "
                                                  "(dims=6)")
+
+
+def test_a_setting_left_to_follow_the_corpus_shows_the_value_it_took_and_each_system_its_longest_ranking(page, study):
+    """LSA's dims: null (its default) follows the corpus; its run tags the value it took (rankscope.resolved)."""
+    params = {**PARAMS["LSA"], "retriever.dims": "null"}
+    assert retriever_settings(params, used={"retriever.dims": "6"}) == "dims=6 (auto)"
+    assert retriever_settings(params) == "dims=null"  # nothing known: as logged
+    fused = {**PARAMS["RRF"], "retriever.components.second.dims": "null"}
+    assert "second: LSA (dims=6 (auto))" in retriever_settings(fused, used={"retriever.components.second.dims": "6"})
+    settings = page[0].split('id="settings"', 1)[1].split("</section>", 1)[0]
+    assert "<th>ranks to</th>" in settings
+    for system in study.finished:
+        row = next(r for r in settings.split("<tr>") if f"<td>{system.name}</td>" in r)
+        assert re.search(rf"<td[^>]*>{int(system.per_question['retrieved'].max())}</td>", row), row
 
 
 def test_the_rank_table_and_the_diagnosis_agree_on_beyond_depth(helpdesk_collection):

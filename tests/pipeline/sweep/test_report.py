@@ -3,6 +3,7 @@ different data, failed jobs, a run logged without a diagnosis."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from pipeline.config.build import metric_plan
 from pipeline.reports import means_plot, paired_plot
 from pipeline.sweep.report import (
     FirstFigures,
+    interval_figure,
     long_means,
     plots_and_report,
     report_html,
@@ -177,3 +179,13 @@ def test_the_first_figures_start_with_the_heat_map_and_come_back_in_the_reports_
     assert [f.stem for f in figures] == ["metric_means", "first_relevant_rank", "paired_bootstrap"]
     assert [path.name for path in files] == [f"{f.stem}.png" for f in figures]
     assert all(f.figure == path.read_bytes() for f, path in zip(figures, files))
+
+
+def test_the_interval_figure_for_mlflow_s_chart_view_is_drawn_for_one_corpus_only(tmp_path):
+    """Two corpora never share an axis: a sweep over corpora gets no such figure."""
+    one = [dataclasses.replace(s, tags={"rankscope.corpus": "scifact"}) for s in (A, B)]
+    path = interval_figure(summary_of(*one), PLAN, tmp_path)
+    assert path == tmp_path / "ndcg_at_5_intervals.png" and path.read_bytes().startswith(b"\x89PNG")
+    two = [dataclasses.replace(A, tags={"rankscope.corpus": "scifact"}),
+           dataclasses.replace(B, tags={"rankscope.corpus": "nfcorpus"})]
+    assert interval_figure(summary_of(*two), PLAN, tmp_path / "two") is None

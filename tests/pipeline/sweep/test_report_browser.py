@@ -153,5 +153,9 @@ def test_a_300_question_12_system_scifact_report_keeps_its_budget(browser, tmp_p
         assert size <= MAX_BYTES and height <= MAX_HEIGHT
         assert opened.js("document.querySelectorAll('#diagnosis details').length") == 12
         assert opened.page.locator("#means table tbody tr").count() == 12
+        # the first screen shows the means table: the header's warnings (every system's judged@10 is low) folded
+        assert opened.js("document.querySelector('#means table tbody tr').getBoundingClientRect().bottom") < 900
+        assert opened.page.locator("#judged summary").inner_text().startswith(
+            "Incomplete judgments: judged@10 below 0.8 for all 12 systems (")
     finally:
         opened.close()
