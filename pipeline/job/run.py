@@ -65,7 +65,7 @@ from pipeline.job.context import (
     system_name,
 )
 from pipeline.job.diagnose import JobDiagnosis, diagnose_job
-from pipeline.job.results import JobResult, bootstrap, files_beside, score, write_results
+from pipeline.job.results import JobResult, bootstrap, files_beside, nothing_judged_line, score, write_results
 from pipeline.job.reuse import JobReuse
 from pipeline.tracking.destination import Destination, JobRecord, StoreUnavailable
 
@@ -285,6 +285,8 @@ class Job:
             return JobOutcome(None, result)
         if report:
             where = "" if self.handle else "\nMLflow: " + self.destination.location(published.run_id)
+            if not result.scored and self.handle is None:  # a sweep says it once, at its end
+                where += "\n" + nothing_judged_line(result, published.run_id)
             print(text + where + "\n", flush=True)
         return JobOutcome(published.run_id, result)
 
