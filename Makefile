@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune,cluster,ray,browser]'  # launcher plugins, playwright
+	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune,cluster,ray,browser,judge]'  # launcher plugins, playwright, Label Studio
 	$(BIN)/python -m pytest -q -m slow
 
 lint: $(STAMP)

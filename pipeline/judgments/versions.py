@@ -63,3 +63,20 @@ def next_version(parent: Qrels, judged: pd.DataFrame, override: bool = False) ->
                    np.asarray(taken, dtype=np.float64).astype(np.int64))
     return Version(merged, parent, int((both["_merge"] == "right_only").sum()), len(again) - len(differ),
                    contradictions, override)
+
+
+def _sorted(qrels: Qrels) -> pd.DataFrame:
+    return frame(qrels).sort_values(KEY, kind="stable")
+
+
+def trec_text(qrels: Qrels) -> str:
+    """TREC qrels lines (``qid 0 docno grade``), by question then document."""
+    rows = _sorted(qrels)
+    return "".join(f"{q} 0 {d} {g}\n" for q, d, g in zip(rows["query_id"], rows["doc_id"], rows["grade"]))
+
+
+def beir_text(qrels: Qrels) -> str:
+    """BEIR's qrels TSV, header line first."""
+    rows = _sorted(qrels)
+    return "query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t{g}\n" for q, d, g in zip(rows["query_id"], rows["doc_id"], rows["grade"]))
