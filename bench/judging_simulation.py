@@ -1,0 +1,134 @@
+"""The judging loop with a known answer: SciFact test, half of its judgments hidden, a simulated assessor.
+
+1. SciFact's 300 test claims are measured as a team's own files (corpus=files): the corpus, the test claims, and a
+   random half of the test qrels (seeded); the other half is hidden. Claims whose every judgment is hidden stay in
+   (ranked, unjudged), as a team's questions do.
+2. A sweep ranks them (``--retrievers``: BM25, dense and RRF(BM25, dense) by default).
+3. ``python -m pipeline.judge pool`` pools the sweep (depth 10), in both orders; its report gives judged@10 after
+   each budget.
+4. The simulated assessor fills the sheet from the hidden half: a pair in it gets its grade, any other pair 0
+   (unjudged pairs count non-relevant, as a TREC assessor's pool does).
+5. ``pull`` makes the next qrels version; ``rescore`` scores the sweep against it, and against the full test qrels
+   (the known answer). Each system's nDCG@10 should move toward its full-qrels value.
+
+``python -m bench.judging_simulation FOLDER [--retrievers bm25,dense,rrf_dense] [--budget N]`` prints every
+command's output and, last, the figures docs/judging.md quotes; ``tests/pipeline/judging/test_simulation.py``
+runs it with lexical retrievers and checks the moves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SCIFACT = REPO.parent / "shared" / "datasets" / "scifact"
+SEED = 36
+
+
+def prepare(scifact: Path, folder: Path, seed: int = SEED) -> dict[str, Path]:
+    """The claims, the visible half and the hidden half of the test qrels, in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [line.rstrip("\n").split("\t") for line in (scifact / "qrels" / "test.tsv").read_text().splitlines()[1:]]
+    order = np.random.default_rng(seed).permutation(len(rows))
+    hidden = {int(i) for i in order[: len(rows) // 2]}
+    files = {"half": folder / "half.tsv", "hidden": folder / "hidden.tsv", "full": folder / "full.tsv",
+             "questions": folder / "test_claims.jsonl"}
+    for name, keep in (("half", lambda i: i not in hidden), ("hidden", lambda i: i in hidden),
+                       ("full", lambda i: True)):
+        files[name].write_text("query-id\tcorpus-id\tscore\n" + "".join(
+            "\t".join(r) + "\n" for i, r in enumerate(rows) if keep(i)))
+    tested = {r[0] for r in rows}
+    with (scifact / "queries.jsonl").open() as source, files["questions"].open("w") as out:
+        for line in source:
+            if json.loads(line)["_id"] in tested:
+                out.write(line)
+    corpus = next(p for p in (scifact / "corpus.jsonl", scifact / "corpus.jsonl.gz") if p.is_file())
+    files["corpus"] = corpus
+    return files
+
+
+def command(folder: Path, module: str, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run ``python -m MODULE ARGS`` in ``folder``; its output (it must succeed)."""
+    done = subprocess.run([sys.executable, "-m", module, *args], cwd=folder, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, timeout=3600)
+    if done.returncode != 0:
+        raise SystemExit(f"{module} {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def sweep(folder: Path, files: dict[str, Path], retrievers: str, env: dict[str, str] | None = None) -> str:
+    return command(folder, "pipeline", "-m", "corpus=files", "corpus.name=scifact_half", "metrics=beir",
+                   f"corpus.documents.path={files['corpus']}", "corpus.documents.id=_id",
+                   "corpus.documents.text=[title,text]", f"corpus.questions.path={files['questions']}",
+                   "corpus.questions.id=_id", "corpus.questions.text=[text]",
+                   f"corpus.judgments.path={files['half']}", "corpus.judgments.format=qrels",
+                   f"retriever={retrievers}", env=env)
+
+
+def assess(sheet: Path, hidden: Path, out: Path, budget: int | None = None) -> int:
+    """Fill the sheet as an assessor who knows the hidden half (any other pair: 0); the first ``budget`` rows only.
+    How many rows were graded."""
+    truth = {}
+    for line in hidden.read_text().splitlines()[1:]:
+        q, d, g = line.split("\t")
+        truth[(q, d)] = g
+    lines = sheet.read_text(encoding="utf-8").splitlines(keepends=True)
+    comments = [line for line in lines if line.startswith("#")]
+    rows = list(csv.reader(io.StringIO("".join(line for line in lines if not line.startswith("#")))))
+    header, body = rows[0], rows[1:]
+    graded = 0
+    for row in body[: budget if budget is not None else len(body)]:
+        row[header.index("grade")] = truth.get((row[1], row[2]), "0")
+        row[header.index("assessor")] = "simulated"
+        graded += 1
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows([header, *body])
+    out.write_text("".join(comments) + buffer.getvalue(), encoding="utf-8")
+    return graded
+
+
+def parent_of(output: str) -> str:
+    return re.findall(r"parent run ([0-9a-f]{32})", output)[-1]
+
+
+def version_of(output: str) -> str:
+    return re.findall(r"qrels version ([0-9a-f]{16}) logged", output)[-1]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.judging_simulation", description=__doc__.split("\n\n")[0])
+    p.add_argument("folder", type=Path)
+    p.add_argument("--retrievers", default="bm25,dense,rrf_dense")
+    p.add_argument("--budget", type=int, help="the assessor grades only the first N pairs (default: the whole pool)")
+    p.add_argument("--scifact", type=Path, default=SCIFACT)
+    args = p.parse_args(argv)
+    folder = args.folder.resolve()
+    files = prepare(args.scifact, folder)
+    said = sweep(folder, files, args.retrievers)
+    print(said.split("== Sweep")[-1][:3000])
+    parent = parent_of(said)
+    pooled = command(folder, "pipeline.judge", "pool", parent, "--to", "to_judge.csv", "--budget", "300")
+    print(pooled)
+    graded = assess(folder / "to_judge.csv", files["hidden"], folder / "judged.csv", args.budget)
+    print(f"simulated assessor: {graded} pairs graded")
+    pulled = command(folder, "pipeline.judge", "pull", "--from", "judged.csv")
+    print(pulled)
+    version = version_of(pulled)
+    print(command(folder, "pipeline.judge", "rescore", parent, "--qrels", version))
+    print("Against the full test qrels (the known answer):")
+    print(command(folder, "pipeline.judge", "rescore", parent, "--qrels", str(files["full"])))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
