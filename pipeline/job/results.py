@@ -13,10 +13,12 @@ import pandas as pd
 from metrics.bootstrap import Interval, bootstrap_ci
 from metrics.errors import InputError, Note
 from metrics.evaluation import Evaluation, evaluate
+from metrics.judged import judged_only
 from metrics.run import PAD, Run
 from metrics.trec import trec_run_bytes
 from pipeline.common import commands, progress
 from pipeline.common.names import (
+    CONDENSED,
     CONFIG_FILE,
     DOCUMENTS_METRIC,
     JUDGE_SHEET,
@@ -58,6 +60,8 @@ class JobResult:
     seconds: dict[str, float] = field(default_factory=dict)
     extra_metrics: dict[str, float] = field(default_factory=dict)  # cache/* reuse counts; later stages add theirs
     notes: list[str] = field(default_factory=list)  # what loading and ranking dropped or corrected: see note_lines()
+    condensed: dict[str, Interval] = field(default_factory=dict)  # metrics.judged_only: the same metrics on
+    # condensed lists (unjudged documents removed), logged as condensed/<key>, never mixed with the standard ones
 
     @classmethod
     def of(cls, system: str, collection: Collection, retriever: Retriever, run: Run, evaluation: Evaluation,
@@ -82,6 +86,9 @@ class JobResult:
             out[spec.mlflow_key] = interval.mean
             out[spec.mlflow_key + LOWER] = interval.low
             out[spec.mlflow_key + UPPER] = interval.high
+        for spec in self.plan.specs if self.condensed else []:
+            interval, key = self.condensed[spec.name], condensed_key(spec.mlflow_key)
+            out.update({key: interval.mean, key + LOWER: interval.low, key + UPPER: interval.high})
         evaluation = self.evaluation
         out[QUESTIONS_PREFIX + "evaluated"] = len(evaluation.per_question)
         out[QUESTIONS_PREFIX + "without_judgments"] = len(evaluation.without_judgments)
@@ -107,6 +114,25 @@ class JobResult:
     def means_frame(self) -> pd.DataFrame:
         rows = [(name, iv.mean, iv.low, iv.high) for name, iv in self.intervals.items()]
         return pd.DataFrame(rows, columns=["metric", "mean", "ci_low", "ci_high"]).set_index("metric")
+
+
+def condensed_key(key: str) -> str:
+    """The MLflow name of a metric scored on condensed lists: ``condensed/ndcg_at_10`` (a section of its own in the
+    UI's charts, never beside the standard ``ndcg_at_10``)."""
+    return f"{CONDENSED}/{key}"
+
+
+def condensed_column(name: str) -> str:
+    """The per-question table's column of a metric scored on condensed lists: ``ndcg@10 (condensed)``, which no
+    comparison or gate takes for a metric."""
+    return f"{name} ({CONDENSED})"
+
+
+def score_condensed(run: Run, collection: Collection, plan: MetricPlan) -> Evaluation:
+    """Every metric of the plan on condensed lists: each ranking with its unjudged documents removed (Sakai 2007;
+    trec_eval -J, python -m metrics -J), over the same questions."""
+    return evaluate(judged_only(run, collection.qrels), collection.qrels, plan.specs, plan.settings,
+                    query_ids=collection.query_ids)
 
 
 def merged_notes(notes: list[str]) -> list[Note]:

@@ -65,7 +65,16 @@ from pipeline.job.context import (
     system_name,
 )
 from pipeline.job.diagnose import JobDiagnosis, diagnose_job
-from pipeline.job.results import JobResult, bootstrap, files_beside, nothing_judged_line, score, write_results
+from pipeline.job.results import (
+    JobResult,
+    bootstrap,
+    condensed_column,
+    files_beside,
+    nothing_judged_line,
+    score,
+    score_condensed,
+    write_results,
+)
 from pipeline.job.reuse import JobReuse
 from pipeline.tracking.destination import Destination, JobRecord, StoreUnavailable
 
@@ -228,8 +237,15 @@ class Job:
         with self.stage("bootstrap"):
             intervals = bootstrap(evaluation, plan.metrics)
         reused = {CACHE_PREFIX + name: count for name, count in self.reuse.counters().items()}
-        return JobResult.of(self.system, collection, retriever, run, evaluation, plan.metrics, intervals,
-                            self.seconds, reused)
+        result = JobResult.of(self.system, collection, retriever, run, evaluation, plan.metrics, intervals,
+                              self.seconds, reused)
+        if plan.metrics.judged_only and result.scored:  # condensed lists, beside and apart from the standard figures
+            condensed = score_condensed(run, collection, plan.metrics)
+            result.condensed = bootstrap(condensed, plan.metrics)
+            for name in condensed.per_question.columns:
+                result.table[condensed_column(name)] = condensed.per_question[name].reindex(
+                    result.table["query_id"]).to_numpy()
+        return result
 
     def waits(self, report: bool) -> bool:
         """Whether this job's record may wait for its plots until the next job has computed: in a sweep whose

@@ -37,8 +37,12 @@ def job_text(result: Measured) -> str:
     if not result.intervals:  # nothing judged yet: ranked, not scored
         return head
     confidence = f"{result.plan.confidence:.0%}"
-    rows = [(name, f"{iv.mean:.3f}", f"[{iv.low:.3f}, {iv.high:.3f}]") for name, iv in result.intervals.items()]
-    table = format_table([("metric", "mean", f"{confidence} interval"), *rows], align="lrl")
+    condensed = getattr(result, "condensed", None) or {}
+    rows = [(name, f"{iv.mean:.3f}", f"[{iv.low:.3f}, {iv.high:.3f}]",
+             *([f"{condensed[name].mean:.3f} [{condensed[name].low:.3f}, {condensed[name].high:.3f}]"]
+               if condensed else [])) for name, iv in result.intervals.items()]
+    header = ("metric", "mean", f"{confidence} interval", *(["condensed (unjudged removed)"] if condensed else []))
+    table = format_table([header, *rows], align="lrl" + ("l" if condensed else ""))
     judged = result.intervals.get(JUDGED.name)
     if judged is not None and thinly_judged(judged.mean):
         only_relevant = not (result.collection.qrels.grades < result.plan.settings.level).any()

@@ -45,7 +45,8 @@ def label_studio(folder: Path, wait: float = 300.0) -> Iterator[str]:
         deadline = time.monotonic() + wait
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"label-studio ended ({process.returncode}): {(folder / 'label-studio.log').read_text()[-2000:]}")
+                said = (folder / "label-studio.log").read_text()[-2000:]
+                raise RuntimeError(f"label-studio ended ({process.returncode}): {said}")
             try:
                 request = urllib.request.Request(url + "/api/current-user/whoami",
                                                  headers={"Authorization": f"Token {TOKEN}"})
