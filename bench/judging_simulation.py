@@ -97,6 +97,15 @@ def assess(sheet: Path, hidden: Path, out: Path, budget: int | None = None) -> i
     return graded
 
 
+def runs_of(folder: Path, parent: str) -> list[str]:
+    """The sweep's job runs, in job order."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    runs = client.search_runs([client.get_run(parent).info.experiment_id], f"tags.`mlflow.parentRunId` = '{parent}'")
+    return [r.info.run_id for r in sorted(runs, key=lambda r: int(r.data.tags.get("rankscope.job", 0)))]
+
+
 def parent_of(output: str) -> str:
     return re.findall(r"parent run ([0-9a-f]{32})", output)[-1]
 
@@ -117,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     said = sweep(folder, files, args.retrievers)
     print(said.split("== Sweep")[-1][:3000])
     parent = parent_of(said)
+    runs = runs_of(folder, parent)
+    if len(runs) > 1:  # a gate decided on the half qrels, to be decided again on the new version
+        candidate, baseline = runs[-1], runs[0]
+        gate = subprocess.run([sys.executable, "-m", "pipeline.gate", candidate, "--baseline", baseline], cwd=folder,
+                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+        print((gate.stdout + gate.stderr).strip())
     pooled = command(folder, "pipeline.judge", "pool", parent, "--to", "to_judge.csv", "--budget", "300")
     print(pooled)
     graded = assess(folder / "to_judge.csv", files["hidden"], folder / "judged.csv", args.budget)

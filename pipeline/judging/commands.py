@@ -47,7 +47,6 @@ from pipeline.judging.settings import JudgeSettings, load_settings
 from pipeline.judging.sources import QrelsVersion, collection_of, find_version, ranked_runs, scored_with
 from pipeline.judgments.versions import frame, trec_text
 from pipeline.tracking import judgments as tracked
-from pipeline.tracking.comparisons import comparisons_experiment
 from pipeline.tracking.search import search_runs
 from pipeline.tracking.store import Store, run_location, tracking_uri
 
@@ -241,12 +240,12 @@ def _gates(client: Any, args: argparse.Namespace, rescored: list[Rescored]) -> l
     """Every gate decided on a selected run (it was the candidate), decided again on the new version when its
     baseline is selected too."""
     by_id = {r.ranked.run_id: r for r in rescored}
-    experiment = rescored[0].ranked.run.info.experiment_id
-    found = []
-    try:
-        where = comparisons_experiment(client, experiment)
-    except Exception:
+    experiment = client.get_experiment(rescored[0].ranked.run.info.experiment_id)
+    found: list[GateAgain] = []
+    recorded = client.get_experiment_by_name(f"{experiment.name} comparisons")  # pipeline.tracking.comparisons'
+    if recorded is None:  # no comparison was ever recorded
         return found
+    where = recorded.experiment_id
     settings = gate_settings(args.gate)
     for run in search_runs(client, [where], f"tags.`{TAG_GATE}` != ''"):
         tags = run.data.tags
