@@ -20,6 +20,7 @@ from pipeline.common.names import (
     PER_QUESTION_FILE,
     POOL_META,
     QRELS_TREC,
+    REPORT_FILE,
     RUN_FILE,
     TAG_COMPARE_BASELINE,
     TAG_COMPARE_CANDIDATE,
@@ -40,12 +41,14 @@ from pipeline.judging.rescoring import (
     changes_text,
     gate_again,
     plan_of,
+    report_html,
     score_ranking,
     what_changed,
 )
 from pipeline.judging.settings import JudgeSettings, load_settings
 from pipeline.judging.sources import QrelsVersion, collection_of, find_version, ranked_runs, scored_with
 from pipeline.judgments.versions import frame, trec_text
+from pipeline.reports.html import write_report
 from pipeline.tracking import judgments as tracked
 from pipeline.tracking.search import search_runs
 from pipeline.tracking.store import Store, run_location, tracking_uri
@@ -295,13 +298,20 @@ def _log_rescored(client: Any, args: argparse.Namespace, uri: str, outcome: Outc
         report = tmp / CHANGES_TEXT
         report.write_text(redact_text(text) + "\n", encoding="utf-8")
         outcome.changes.table.to_csv(tmp / CHANGES_TABLE)
-        parent.log_files([report, tmp / CHANGES_TABLE])
+        page = write_report(report_html(outcome, text, {"MLflow": f"experiment {args.experiment} qrels {new.digest}",
+                                                        "qrels version": new.digest}), tmp / REPORT_FILE)
+        parent.log_files([report, tmp / CHANGES_TABLE, page])
+        kept = Path(JUDGING_DIR) / "rescored" / new.digest
+        kept.mkdir(parents=True, exist_ok=True)
+        for made in (report, tmp / CHANGES_TABLE, page):
+            (kept / made.name).write_bytes(made.read_bytes())
     except BaseException as exc:
         parent.finish(error=f"{type(exc).__name__}: {exc}")
         raise
     parent.finish()
     return (f"re-scored runs in experiment {args.experiment} qrels {new.digest}: "
-            f"{run_location(uri, experiment_id, parent.run_id)}")
+            f"{run_location(uri, experiment_id, parent.run_id)}\nReport (open in a browser): "
+            f"{(kept / REPORT_FILE).resolve()}")
 
 
 __all__ = ["JUDGE_SHEET", "POOL_META", "pool", "pull", "rescore", "write_json"]

@@ -169,6 +169,24 @@ def changes_text(outcome: Outcome) -> str:
     return "\n".join(lines)
 
 
+def report_html(outcome: Outcome, text: str, meta: dict[str, str]) -> str:
+    """A re-scoring's report.html: the sweep report's sections over the re-scored systems, after a "Judgments"
+    section saying what changed."""
+    from pipeline.analysis.summary import SystemRun, summarize
+    from pipeline.reports.html import Section
+    from pipeline.reports.sweep_page import PageFiles, sweep_page
+
+    plan = outcome.rescored[0].plan
+    systems = [SystemRun(r.run_id or r.ranked.run_id, r.ranked.system, "FINISHED", i, r.after.metrics(plan),
+                         per_question=r.after.table.set_index("query_id"), params=dict(r.ranked.run.data.params))
+               for i, r in enumerate(outcome.rescored) if len(r.after.table)]
+    summary = summarize(systems, "", plan.show, plan.primary, plan.confidence, min(plan.resamples, 5000), plan.seed)
+    judgments = Section("Judgments", "What re-scoring against the new qrels version changed.",
+                        table=outcome.changes.table.round(4).reset_index(), preformatted=text, anchor="judgments")
+    return sweep_page(summary, f"Re-scored with qrels {outcome.digest}", meta, [], None, {}, PageFiles(),
+                      first=[judgments])
+
+
 def _n(value: float, form: str = ".3f") -> str:
     return "--" if np.isnan(value) else format(value, form)
 

@@ -86,6 +86,8 @@ def test_a_new_version_rescored_gives_what_a_job_with_its_qrels_gives(pooled):
     rescored = judge(folder, "rescore", parent, "--qrels", version)
     assert rescored.returncode == 0, rescored.stderr
     assert "Judgments: re-scored against qrels version " + version in rescored.stdout
+    page = (folder / "judging" / "rescored" / version / "report.html").read_text()
+    assert 'id="judgments"' in page and "Judgments: re-scored against qrels version" in page
     experiment = client.get_experiment_by_name(f"rankscope qrels {version}")
     runs = {r.data.tags["rankscope.system"]: r for r in client.search_runs([experiment.experiment_id],
                                                                             "tags.`rankscope.kind` = 'job'")}
