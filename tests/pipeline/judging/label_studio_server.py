@@ -29,7 +29,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def label_studio(folder: Path, wait: float = 300.0) -> Iterator[str]:
+def label_studio(folder: Path, wait: float = 900.0) -> Iterator[str]:
     """The server's URL while it runs (its log in ``folder/label-studio.log``)."""
     port = free_port()
     env = {**os.environ, "LABEL_STUDIO_USERNAME": USER, "LABEL_STUDIO_PASSWORD": PASSWORD,
