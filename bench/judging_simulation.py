@@ -60,7 +60,7 @@ def prepare(scifact: Path, folder: Path, seed: int = SEED) -> dict[str, Path]:
 def command(folder: Path, module: str, *args: str, env: dict[str, str] | None = None) -> str:
     """Run ``python -m MODULE ARGS`` in ``folder``; its output (it must succeed)."""
     done = subprocess.run([sys.executable, "-m", module, *args], cwd=folder, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, timeout=3600)
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, timeout=4 * 3600)
     if done.returncode != 0:
         raise SystemExit(f"{module} {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
     return done.stdout
@@ -106,6 +106,35 @@ def runs_of(folder: Path, parent: str) -> list[str]:
     return [r.info.run_id for r in sorted(runs, key=lambda r: int(r.data.tags.get("rankscope.job", 0)))]
 
 
+def known_answer(folder: Path, files: dict[str, Path], version: Path) -> str:
+    """nDCG@10 of each system on one set of questions, every test claim (the full qrels judge them all), a claim
+    without a relevant judgment in a version scoring 0 there: under the visible half, the new version and the full
+    test qrels, and how far each is from the full value.
+
+    One set of questions, because a re-scoring's means follow the house rule (over the questions the version judges
+    relevant): the new version judges more claims, and only those some system found a relevant document for in its
+    top 10, so its mean over them is above the full-qrels mean (pooling's bias), while here a claim no system found
+    scores 0 under both."""
+    from metrics.evaluation import evaluate
+    from metrics.trec import read_qrels, read_trec_run
+
+    half, new, full = (read_qrels(p) for p in (files["half"], version, files["full"]))
+    questions = full.relevant_queries(1)
+    lines = [f"nDCG@10 over all {len(questions)} test claims (one without a relevant judgment scores 0; judged "
+             f"relevant: {len(half.relevant_queries(1))} in the half, {len(new.relevant_queries(1))} in the new "
+             f"version):", f"{'system':<18} {'half':>6} {'new':>6} {'full':>6}  {'|half-full|':>11} {'|new-full|':>10}"]
+    for job in sorted((folder / "multirun").glob("*/*/[0-9]*"), key=lambda p: int(p.name)):
+        system = json.loads((job / "record.json").read_text())["tags"]["rankscope.system"]
+        run = read_trec_run(job / "run.trec")
+        value = {}
+        for name, qrels in (("half", half), ("new", new), ("full", full)):
+            scored = evaluate(run, qrels, ["ndcg@10"], query_ids=questions).per_question["ndcg@10"]
+            value[name] = float(scored.sum()) / len(questions)
+        lines.append(f"{system:<18} {value['half']:6.3f} {value['new']:6.3f} {value['full']:6.3f}  "
+                     f"{abs(value['half'] - value['full']):11.3f} {abs(value['new'] - value['full']):10.3f}")
+    return "\n".join(lines)
+
+
 def parent_of(output: str) -> str:
     return re.findall(r"parent run ([0-9a-f]{32})", output)[-1]
 
@@ -142,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     print(command(folder, "pipeline.judge", "rescore", parent, "--qrels", version))
     print("Against the full test qrels (the known answer):")
     print(command(folder, "pipeline.judge", "rescore", parent, "--qrels", str(files["full"])))
+    print(known_answer(folder, files, next((folder / "judging").glob(f"*/versions/{version}/qrels.trec"))))
     return 0
 
 
