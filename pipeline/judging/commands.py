@@ -264,7 +264,7 @@ def _gates(client: Any, args: argparse.Namespace, rescored: list[Rescored]) -> l
                                    int(run.data.params.get("permutations", settings.permutations)),
                                    int(run.data.params.get("seed", settings.seed)))
         was = tags.get(TAG_GATE_REASON, before)
-        found.append(GateAgain(candidate.ranked.system, baseline.ranked.system, was.rsplit(" [", 1)[0], after))
+        found.append(GateAgain(candidate.ranked.system, baseline.ranked.system, was, after))
     return found
 
 
