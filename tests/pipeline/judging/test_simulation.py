@@ -39,3 +39,5 @@ def test_every_systems_ndcg_moves_toward_its_full_qrels_value(scifact_folder, tm
         assert abs(after - truth) < abs(half - truth) / 5, (system, half, after, truth)
         assert judged[system][0] == pytest.approx(figures(full)[system][0])  # both re-scorings start from the half
     assert re.search(r"pairs to judge for judged@10 >= 0.8 in every system: \d+", out)
+    assert re.search(r"Gate RRF vs baseline BM25: on the old version (PASS|REGRESSION): .*; on the new one "
+                     r"(PASS|REGRESSION): ", new)  # the gate decided on the half, decided again
