@@ -27,7 +27,7 @@ test-stress: $(STAMP)
 	$(BIN)/python -m tests.stress
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune,cluster,ray,browser]'  # launcher plugins, playwright
+	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune,cluster,ray,browser,judge]'  # launcher plugins, playwright, Label Studio
 	$(BIN)/python -m pytest -q -m slow
 
 lint: $(STAMP)

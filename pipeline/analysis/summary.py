@@ -97,6 +97,12 @@ class SweepSummary:
     def alpha(self) -> float:
         return 1.0 - self.confidence
 
+    @property
+    def unjudged(self) -> bool:
+        """True when jobs finished but none scored a question: none of their questions is judged yet."""
+        done = self.finished
+        return bool(done) and all(s.per_question.empty for s in done)
+
     def group_of(self, system: str) -> list[str]:
         """The system's group (itself alone when no other system has its results)."""
         return next((g for g in self.groups if system in g), [system])
@@ -166,7 +172,7 @@ def summarize(systems: list[SystemRun], parent_run_id: str, show: list[MetricSpe
     starts drawing the figures that need none of them first."""
     summary = SweepSummary(parent_run_id, systems, show, primary, confidence)
     done = summary.finished
-    if not done:
+    if not done or summary.unjudged:  # nothing to tabulate or compare
         return summary
     columns = {}
     for spec in show:
@@ -197,7 +203,7 @@ def compare_systems(summary: SweepSummary, confidence: float = 0.95, resamples: 
     """Add to a summary made with ``compare=False`` the differences of each group against the top one (and which
     tie with it on the primary metric), every pair's statistics and the sensitivity of the question set."""
     done = summary.finished
-    if not done or not summary.same_data:
+    if not done or not summary.same_data or summary.best is None:
         return
     names = _compared_metrics(summary)
     by_name = {s.name: s for s in done}

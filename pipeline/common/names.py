@@ -128,3 +128,27 @@ NOTES_PREFIX = HOUSEKEEPING + "notes_"
 DOCUMENTS_METRIC = HOUSEKEEPING + "documents"
 # judgments below the relevance level: 0 when the judgments list only relevant documents (BEIR's usually do)
 NOT_RELEVANT_METRIC = HOUSEKEEPING + "judgments_not_relevant"
+
+# -- judging (python -m pipeline.judge): pools, qrels versions, re-scored runs ------------------------------------
+KIND_QRELS = "qrels"  # TAG_KIND of a qrels version's run (in the experiment '<experiment> judgments')
+KIND_RESCORE = "rescore"  # TAG_KIND of a re-scoring's parent run; its children are of KIND_JOB
+TAG_QRELS_PARENT = "rankscope.qrels_parent"  # on a qrels version's run: the digest of the version it extends
+TAG_ASSESSORS = "rankscope.assessors"  # on a qrels version's run: who judged its new pairs
+TAG_JUDGED_AT = "rankscope.judged_at"  # ... and when the last of them was judged (ISO 8601)
+TAG_RESCORED_FROM = "rankscope.rescored_from"  # on a re-scored run: the run whose run.trec it scored again
+TAG_QRELS_RUN = "rankscope.qrels_run"  # on a re-scored run: the run of the qrels version that scored it
+JUDGMENTS_EXPERIMENT = "{experiment} judgments"  # where qrels versions are logged
+RESCORED_EXPERIMENT = "{experiment} qrels {digest}"  # one experiment per qrels version: charts never mix versions
+QRELS_DATASET_CONTEXT = "judgments"  # a qrels version's dataset input: what it was used for
+JUDGE_SHEET = "to_judge.csv"  # what pool writes for a spreadsheet, by default
+POOL_FILE = "pool.csv"  # a pool's pairs in judging order
+POOL_META = "pool.json"  # what was pooled: runs, corpus, base qrels version, depth, order, scale
+QRELS_TREC = "qrels.trec"  # a qrels version as TREC qrels ...
+QRELS_BEIR = "qrels.tsv"  # ... and as BEIR's qrels TSV
+ANNOTATIONS_FILE = "annotations.csv"  # every assessor's grade, before merging
+CONTRADICTIONS_FILE = "contradictions.csv"  # new grades that contradict the parent version's
+DISAGREEMENTS_FILE = "disagreements.csv"  # pairs assessors graded differently
+VERSION_TEXT = "version.txt"  # what pull said of the version: counts, agreement, contradictions
+CHANGES_TEXT = "judgments.txt"  # what re-scoring changed: the report's "Judgments" section
+CHANGES_TABLE = "judgments.csv"
+CONDENSED = "condensed"  # metrics.judged_only: condensed-list figures, logged as condensed/<key>, never mixed

@@ -130,6 +130,7 @@ class MetricPlan:
     seed: int = 0
     confidence: float = 0.95
     method: str = "percentile"
+    judged_only: bool = False  # also score condensed lists (Sakai's): unjudged documents removed, as trec_eval -J
 
 
 def follow_cutoffs(spec: MetricSpec, ks: list[int]) -> MetricSpec:
@@ -156,7 +157,8 @@ def metric_plan(metrics: DictConfig | Mapping[str, Any]) -> MetricPlan:
         raise InputError("metrics.bootstrap: resamples must be >= 1 and confidence within (0, 1)")
     method = boot["method"]
     return MetricPlan(specs, show, primary, settings, int(boot["resamples"]), int(boot["seed"]),
-                      float(boot["confidence"]), getattr(method, "value", method))
+                      float(boot["confidence"]), getattr(method, "value", method),
+                      bool(metrics.get("judged_only", False)))
 
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:

@@ -55,6 +55,7 @@ class MetricsConfig:
     level: int = 1
     gain: Gain = Gain.linear
     missing: Missing = Missing.zero
+    judged_only: bool = False  # also score condensed lists (unjudged documents removed, trec_eval -J): condensed/*
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
 
 

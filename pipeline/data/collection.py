@@ -43,10 +43,7 @@ class Collection:
     @cached_property
     def digest(self) -> str:
         """One digest for documents, questions and judgments together: runs on different data never match."""
-        h = hashlib.sha256()
-        for part in (self.corpus_digest, self.queries_digest, self.qrels.digest()):
-            h.update(part.encode())
-        return h.hexdigest()[:16]
+        return combined_digest(self.corpus_digest, self.queries_digest, self.qrels.digest())
 
     @cached_property  # computed once: hashing a million documents takes a second, and several stages ask
     def corpus_digest(self) -> str:
@@ -67,6 +64,14 @@ class Collection:
             "judgments": len(self.qrels),
             "questions_without_relevant": sum(q not in level_one for q in self.query_ids),
         }
+
+
+def combined_digest(documents: str, questions: str, qrels: str) -> str:
+    """A corpus's one digest from its parts' (a run re-scored against new qrels gets its new corpus digest so)."""
+    h = hashlib.sha256()
+    for part in (documents, questions, qrels):
+        h.update(part.encode())
+    return h.hexdigest()[:16]
 
 
 def _digest(ids: list[str], texts: list[str]) -> str:

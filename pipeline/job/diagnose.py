@@ -46,10 +46,13 @@ class JobDiagnosis:
     figures: dict[str, Figure | Callable[[], Figure | bytes]]  # artifact stem ('ndcg_at_10_histogram') -> figure,
     # or the maker of it or of its PNG
     text_file: Path | None = None  # where write() put the whole section
+    skipped: str | None = None  # why nothing was diagnosed (no question is judged yet)
 
     @cached_property
     def text(self) -> str:
         """The whole diagnosis section: counts, then every failing question with its evidence."""
+        if self.skipped is not None:
+            return self.skipped
         return diagnosis_text(self.table, self.system, self.settings.cutoff)
 
     def terminal_text(self, limit: int = TERMINAL_QUESTIONS) -> str:
@@ -94,6 +97,9 @@ def diagnose_job(result: JobResult, plan: JobPlan, documents: Documents | None =
     ended because nothing else scored (not retrieved).
     """
     settings = dataclasses.replace(plan.diagnosis, depth=min(plan.depth, result.run.depth or plan.depth))
+    if not result.scored:  # no judgment: no question can fail yet
+        return JobDiagnosis(result.system, pd.DataFrame(), settings, {},
+                            skipped=f"Diagnosis of {result.system}: nothing is judged yet, no question to diagnose")
     tokenizer = plan.context.tokenizer
     counts = counts_of(documents, tokenizer) if documents is not None else None
     table = diagnose(result.collection, result.run, result.evaluation, tokenizer, settings, counts)

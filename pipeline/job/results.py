@@ -13,12 +13,15 @@ import pandas as pd
 from metrics.bootstrap import Interval, bootstrap_ci
 from metrics.errors import InputError, Note
 from metrics.evaluation import Evaluation, evaluate
+from metrics.judged import judged_only
 from metrics.run import PAD, Run
 from metrics.trec import trec_run_bytes
-from pipeline.common import progress
+from pipeline.common import commands, progress
 from pipeline.common.names import (
+    CONDENSED,
     CONFIG_FILE,
     DOCUMENTS_METRIC,
+    JUDGE_SHEET,
     LOWER,
     MEANS_FILE,
     NOT_RELEVANT_METRIC,
@@ -57,6 +60,8 @@ class JobResult:
     seconds: dict[str, float] = field(default_factory=dict)
     extra_metrics: dict[str, float] = field(default_factory=dict)  # cache/* reuse counts; later stages add theirs
     notes: list[str] = field(default_factory=list)  # what loading and ranking dropped or corrected: see note_lines()
+    condensed: dict[str, Interval] = field(default_factory=dict)  # metrics.judged_only: the same metrics on
+    # condensed lists (unjudged documents removed), logged as condensed/<key>, never mixed with the standard ones
 
     @classmethod
     def of(cls, system: str, collection: Collection, retriever: Retriever, run: Run, evaluation: Evaluation,
@@ -67,19 +72,29 @@ class JobResult:
                    per_question_table(collection, run, evaluation), seconds, extra,
                    [*collection.notes, *retriever.notes()])
 
+    @property
+    def scored(self) -> bool:
+        """False for a job none of whose questions is judged: it ranked, but has no retrieval metric."""
+        return bool(self.intervals)
+
     def metrics(self) -> dict[str, float]:
-        """The run's MLflow metrics: each mean and its bounds, question counts, stage timings, extra metrics."""
+        """The run's MLflow metrics: each mean and its bounds (none when nothing is judged), question counts, stage
+        timings, extra metrics."""
         out: dict[str, float] = {}
-        for spec in self.plan.specs:
+        for spec in self.plan.specs if self.scored else []:
             interval = self.intervals[spec.name]
             out[spec.mlflow_key] = interval.mean
             out[spec.mlflow_key + LOWER] = interval.low
             out[spec.mlflow_key + UPPER] = interval.high
+        for spec in self.plan.specs if self.condensed else []:
+            interval, key = self.condensed[spec.name], condensed_key(spec.mlflow_key)
+            out.update({key: interval.mean, key + LOWER: interval.low, key + UPPER: interval.high})
         evaluation = self.evaluation
         out[QUESTIONS_PREFIX + "evaluated"] = len(evaluation.per_question)
         out[QUESTIONS_PREFIX + "without_judgments"] = len(evaluation.without_judgments)
         out[QUESTIONS_PREFIX + "missing_from_run"] = len(evaluation.missing_from_run)
-        out[QUESTIONS_PREFIX + "no_results"] = int((self.table["retrieved"] == 0).sum())
+        out[QUESTIONS_PREFIX + "no_results"] = (int((self.table["retrieved"] == 0).sum()) if self.scored else
+                                                len(self.collection.query_ids) - int((self.run.lengths > 0).sum()))
         out[DOCUMENTS_METRIC] = len(self.collection.doc_ids)
         out[NOT_RELEVANT_METRIC] = int((self.collection.qrels.grades < self.plan.settings.level).sum())
         out.update({f"{TIME_PREFIX}{stage}_s": round(s, 4) for stage, s in self.seconds.items()})
@@ -101,6 +116,25 @@ class JobResult:
         return pd.DataFrame(rows, columns=["metric", "mean", "ci_low", "ci_high"]).set_index("metric")
 
 
+def condensed_key(key: str) -> str:
+    """The MLflow name of a metric scored on condensed lists: ``condensed/ndcg_at_10`` (a section of its own in the
+    UI's charts, never beside the standard ``ndcg_at_10``)."""
+    return f"{CONDENSED}/{key}"
+
+
+def condensed_column(name: str) -> str:
+    """The per-question table's column of a metric scored on condensed lists: ``ndcg@10 (condensed)``, which no
+    comparison or gate takes for a metric."""
+    return f"{name} ({CONDENSED})"
+
+
+def score_condensed(run: Run, collection: Collection, plan: MetricPlan) -> Evaluation:
+    """Every metric of the plan on condensed lists: each ranking with its unjudged documents removed (Sakai 2007;
+    trec_eval -J, python -m metrics -J), over the same questions."""
+    return evaluate(judged_only(run, collection.qrels), collection.qrels, plan.specs, plan.settings,
+                    query_ids=collection.query_ids)
+
+
 def merged_notes(notes: list[str]) -> list[Note]:
     """One note per kind: the texts of notes of one kind (several components of a fusion, say) joined with "; ",
     their counts added. A plain line (a user's own retriever's note) is of kind ``retriever`` and counts 1."""
@@ -115,16 +149,36 @@ def merged_notes(notes: list[str]) -> list[Note]:
 
 
 def score(run: Run, collection: Collection, plan: MetricPlan) -> Evaluation:
-    """Every metric of the plan, per question; an InputError when no question can be scored."""
+    """Every metric of the plan, per question. A collection none of whose questions is judged at all (own files
+    not judged yet) gives an empty evaluation: the job ranks and logs, unscored (:func:`unjudged`). An InputError
+    when questions are judged but none at or above the relevance level."""
     evaluation = evaluate(run, collection.qrels, plan.specs, plan.settings, query_ids=collection.query_ids)
-    if evaluation.per_question.empty:
+    if evaluation.per_question.empty and not unjudged(collection):
         raise InputError(f"no question of {collection.name} has a judgment at or above relevance level "
                          f"{plan.settings.level}: nothing to evaluate")
     return evaluation
 
 
+def unjudged(collection: Collection) -> bool:
+    """True when no question of the collection has any judgment: nothing can be scored until some are judged."""
+    judged = set(collection.qrels.judged_queries())
+    return not any(q in judged for q in collection.query_ids)
+
+
+def nothing_judged_line(result: JobResult, run_id: str | None) -> str:
+    """The one line an unscored job says: why it has no retrieval metric, and how to pool its ranking."""
+    c = result.collection
+    what = run_id or "RUN_ID"
+    pool = commands.line(commands.module("pipeline.judge", "pool", what, "--to", JUDGE_SHEET))
+    return (f"nothing is judged yet: none of the {len(c.query_ids)} questions of {c.name} has a judgment, so no "
+            f"retrieval metric was computed (the ranking is kept in {RUN_FILE}); to judge its top documents: {pool}")
+
+
 def bootstrap(evaluation: Evaluation, plan: MetricPlan) -> dict[str, Interval]:
-    """Each metric's mean with its bootstrap interval over questions (one set of resamples for every metric)."""
+    """Each metric's mean with its bootstrap interval over questions (one set of resamples for every metric); none
+    when no question was scored."""
+    if evaluation.per_question.empty:
+        return {}
     names = [s.name for s in plan.specs]
     values = evaluation.per_question[names].to_numpy(dtype=np.float64)
     with progress.ticker(plan.resamples, "bootstrap", "resample", unit_scale=True) as tick:

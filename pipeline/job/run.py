@@ -71,7 +71,17 @@ from pipeline.job.context import (
     system_name,
 )
 from pipeline.job.diagnose import JobDiagnosis, diagnose_job
-from pipeline.job.results import JobResult, bootstrap, files_beside, first_columns, score, write_results
+from pipeline.job.results import (
+    JobResult,
+    bootstrap,
+    condensed_column,
+    files_beside,
+    first_columns,
+    nothing_judged_line,
+    score,
+    score_condensed,
+    write_results,
+)
 from pipeline.job.reuse import JobReuse
 from pipeline.reports.text import interval_text, job_description
 from pipeline.tracking.destination import Destination, JobRecord, StoreUnavailable
@@ -295,8 +305,15 @@ class Job:
         with self.stage("bootstrap"):
             intervals = bootstrap(evaluation, plan.metrics)
         reused = {CACHE_PREFIX + name: count for name, count in self.reuse.counters().items()}
-        return JobResult.of(self.system, collection, retriever, run, evaluation, plan.metrics, intervals,
-                            self.seconds, reused)
+        result = JobResult.of(self.system, collection, retriever, run, evaluation, plan.metrics, intervals,
+                              self.seconds, reused)
+        if plan.metrics.judged_only and result.scored:  # condensed lists, beside and apart from the standard figures
+            condensed = score_condensed(run, collection, plan.metrics)
+            result.condensed = bootstrap(condensed, plan.metrics)
+            for name in condensed.per_question.columns:
+                result.table[condensed_column(name)] = condensed.per_question[name].reindex(
+                    result.table["query_id"]).to_numpy()
+        return result
 
     def waits(self, report: bool) -> bool:
         """Whether this job's record may wait for its plots until the next job has computed: in a sweep whose
@@ -357,6 +374,8 @@ class Job:
         if report:
             where = "" if self.handle else (f"\nFiles: {self.ctx.output_dir}"
                                             f"\nMLflow: {self.destination.location(published.run_id)}")
+            if not result.scored and self.handle is None:  # a sweep says it once, at its end
+                where += "\n" + nothing_judged_line(result, published.run_id)
             print(text + where + "\n", flush=True)
         return JobOutcome(published.run_id, result)
 

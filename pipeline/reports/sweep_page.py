@@ -52,11 +52,11 @@ class PageFiles:
 def sweep_page(summary: SweepSummary, title: str, meta: Mapping[str, str],
                figures: Sequence[tuple[str, Figure | bytes]], grid_figure: Figure | None,
                diagnoses: Mapping[str, pd.DataFrame], files: PageFiles,
-               cutoff: int = 3, late_limit: int = 10) -> str:
+               cutoff: int = 3, late_limit: int = 10, first: Sequence[Section] = ()) -> str:
     """The whole page. ``meta`` adds rows to the header (sweep folder, MLflow location, overrides, failed jobs);
     ``figures`` are (caption heading, figure or its PNG) for the plots section; ``grid_figure`` the grid's response
-    plot."""
-    sections = []
+    plot; ``first``: sections before the others (a re-scoring's "Judgments")."""
+    sections = list(first)
     if not summary.means.empty:
         sections.append(Section("Systems and their means", html=means_html(summary), anchor="means"))
         sections.append(Section("Settings of each system", html=settings_html(summary), anchor="settings"))

@@ -8,6 +8,8 @@ import pandas as pd
 
 from metrics.bootstrap import Interval
 from pipeline.analysis.summary import JUDGED, JUDGED_FLOOR, LISTED_IN_LABEL, SweepSummary, group_label, thinly_judged
+from pipeline.common import commands
+from pipeline.common.names import JUDGE_SHEET, RUN_FILE
 
 MAX_RANK_ROWS = 30  # beyond this many questions, the rank table shows only those some system misses
 
@@ -32,9 +34,15 @@ def job_text(result: Measured) -> str:
     head = (f"{result.system} on {c.name} ({c.split}): {len(e.per_question)} questions evaluated, "
             f"{len(e.without_judgments)} without a judgment >= {level}, {len(c.doc_ids)} documents")
     head = "\n".join([head, *(f"note: {note}" for note in result.note_lines())])
+    if not result.intervals:  # nothing judged yet: ranked, not scored
+        return head
     confidence = f"{result.plan.confidence:.0%}"
-    rows = [(name, f"{iv.mean:.3f}", f"[{iv.low:.3f}, {iv.high:.3f}]") for name, iv in result.intervals.items()]
-    table = format_table([("metric", "mean", f"{confidence} interval"), *rows], align="lrl")
+    condensed = getattr(result, "condensed", None) or {}
+    rows = [(name, f"{iv.mean:.3f}", f"[{iv.low:.3f}, {iv.high:.3f}]",
+             *([f"{condensed[name].mean:.3f} [{condensed[name].low:.3f}, {condensed[name].high:.3f}]"]
+               if condensed else [])) for name, iv in result.intervals.items()]
+    header = ("metric", "mean", f"{confidence} interval", *(["condensed (unjudged removed)"] if condensed else []))
+    table = format_table([header, *rows], align="lrl" + ("l" if condensed else ""))
     judged = result.intervals.get(JUDGED.name)
     if judged is not None and thinly_judged(judged.mean):
         only_relevant = not (result.collection.qrels.grades < result.plan.settings.level).any()
@@ -58,6 +66,8 @@ def sweep_text(summary: SweepSummary, title: str) -> str:
     """The verdict (the best system, or who is tied at the top), the systems table (identical results on one line),
     the rank-of-first-relevant table, paired differences against the top system and what the questions can detect."""
     parts = [f"== {title}: {len(summary.finished)} of {len(summary.systems)} jobs finished"]
+    if summary.unjudged:
+        parts.append(nothing_judged(summary))
     if not summary.means.empty:
         parts.append(systems_table(summary))
         thin = summary.thinly_judged()
@@ -76,6 +86,13 @@ def sweep_text(summary: SweepSummary, title: str) -> str:
     for system in summary.failed:
         parts.append(f"FAILED job {system.job} ({system.name}): {system.error or system.status}")
     return "\n\n".join(parts)
+
+
+def nothing_judged(summary: SweepSummary) -> str:
+    """The one line of a sweep none of whose questions is judged: nothing scored, and how to pool its rankings."""
+    pool = commands.line(commands.module("pipeline.judge", "pool", summary.parent_run_id, "--to", JUDGE_SHEET))
+    return (f"Nothing is judged yet: no question of these {len(summary.finished)} systems has a judgment, so none was "
+            f"scored or compared (each ranking is kept in its run's {RUN_FILE}); to judge their top documents: {pool}")
 
 
 def verdict_text(summary: SweepSummary) -> str:

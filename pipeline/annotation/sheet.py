@@ -1,0 +1,92 @@
+"""The loop without Label Studio: the pool as a CSV/TSV sheet a person fills in a spreadsheet (a grade per row), read
+back with one clear line per bad row. Each assessor fills a copy; the ``assessor`` column (or, left blank, the file's
+name) says whose grades they are. Rows left without a grade are not judged yet."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from metrics.errors import InputError
+from pipeline.annotation import ANNOTATION_COLUMNS
+from pipeline.judgments.scale import Scale
+
+COLUMNS = ["order", "query_id", "doc_id", "grade", "assessor", "question", "document"]
+SUFFIXES = {".csv": ",", ".tsv": "\t"}
+
+
+def delimiter(path: Path) -> str:
+    try:
+        return SUFFIXES[path.suffix.lower()]
+    except KeyError:
+        raise InputError(f"a sheet is a .csv or .tsv file, not {path.suffix or 'a file without an ending'}",
+                         path) from None
+
+
+POOL_LINE = "# pool: "
+
+
+def write_sheet(path: Path, pairs: pd.DataFrame, questions: dict[str, str], documents: dict[str, str],
+                scale: Scale, pool: Path) -> Path:
+    """The pool as a sheet, in judging order; the pool's folder and the scale's meanings in comment lines above the
+    header."""
+    sep = delimiter(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("w", encoding="utf-8", newline="") as handle:
+        handle.write(f"{POOL_LINE}{pool.resolve()}\n# grades: {scale.describe()}\n")
+        writer = csv.writer(handle, delimiter=sep)
+        writer.writerow(COLUMNS)
+        for i, (query, doc) in enumerate(zip(pairs["query_id"], pairs["doc_id"]), 1):
+            writer.writerow([i, query, doc, "", "", questions.get(query, ""), documents.get(doc, "")])
+    partial.replace(path)  # whole or not at all
+    return path
+
+
+def pool_of(sheet: Path) -> Path:
+    """The folder of the pool a sheet was written from (its first line says)."""
+    if not sheet.is_file():
+        raise InputError("no such sheet", sheet)
+    with sheet.open(encoding="utf-8-sig") as handle:
+        first = handle.readline().strip()
+    if not first.startswith(POOL_LINE):
+        raise InputError("this sheet does not say which pool it is of: give --pool FOLDER", sheet)
+    return Path(first[len(POOL_LINE):])
+
+
+def read_sheets(paths: Sequence[Path], pool: set[tuple[str, str]], scale: Scale) -> pd.DataFrame:
+    """Every graded row of the sheets (``ANNOTATION_COLUMNS``); a bad row stops with one line naming it."""
+    rows = []
+    for path in paths:
+        if not path.is_file():
+            raise InputError("no such sheet", path)
+        sep = delimiter(path)
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            lines = (line for line in handle)
+            reader = csv.reader(lines, delimiter=sep)
+            header: list[str] | None = None
+            for record in reader:
+                if not record or (record[0].startswith("#") and header is None):
+                    continue
+                if header is None:
+                    header = [h.strip() for h in record]
+                    missing = [c for c in ("query_id", "doc_id", "grade") if c not in header]
+                    if missing:
+                        raise InputError(f"no column {', '.join(missing)}; the columns found: {', '.join(header)}",
+                                         path, reader.line_num)
+                    continue
+                values = dict(zip(header, record))
+                grade = (values.get("grade") or "").strip()
+                if not grade:
+                    continue
+                query, doc = values["query_id"].strip(), values["doc_id"].strip()
+                where = f"{path}:{reader.line_num}: "
+                if (query, doc) not in pool:
+                    raise InputError(f"{where}question {query!r} and document {doc!r} are not a pair of this pool "
+                                     f"(a row added by hand, or a sheet of another pool)")
+                who = (values.get("assessor") or "").strip() or path.stem
+                rows.append((query, doc, who, scale.check(grade, where), ""))
+    return pd.DataFrame(rows, columns=ANNOTATION_COLUMNS)

@@ -1,0 +1,113 @@
+"""Pull: the assessors' grades (from Label Studio or sheets) checked against the pool, their agreement, one grade per
+pair by the settings' rule, and the next qrels version written whole into the pool's folder."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from metrics.errors import InputError
+from pipeline.common.names import (
+    ANNOTATIONS_FILE,
+    CONTRADICTIONS_FILE,
+    DISAGREEMENTS_FILE,
+    QRELS_BEIR,
+    QRELS_TREC,
+    VERSION_TEXT,
+)
+from pipeline.judging.pooling import SavedPool
+from pipeline.judgments.agreement import KEY, Agreement, agreement, merge
+from pipeline.judgments.scale import Scale
+from pipeline.judgments.versions import Version, beir_text, next_version, trec_text
+
+VERSIONS = "versions"  # under a pool's folder: one folder per qrels version, named by its digest
+SHOWN = 10
+
+
+@dataclass
+class Pulled:
+    annotations: pd.DataFrame
+    merged: pd.DataFrame
+    agreement: Agreement | None
+    version: Version
+    rule: str
+
+    @property
+    def assessors(self) -> list[str]:
+        return sorted(self.annotations["assessor"].astype(str).unique().tolist())
+
+    @property
+    def judged_at(self) -> str:
+        when = [w for w in self.annotations["when"].astype(str) if w]
+        return max(when) if when else ""
+
+
+def build_version(saved: SavedPool, annotations: pd.DataFrame, scale: Scale, rule: str,
+                  override: bool = False) -> Pulled:
+    """The next version from the pool's base and ``annotations`` (each pair checked to be the pool's)."""
+    if annotations.empty:
+        raise InputError(f"no pair of the pool in {saved.folder} is graded yet: nothing to pull")
+    keys = saved.keys
+    stray = [(q, d) for q, d in zip(annotations["query_id"], annotations["doc_id"]) if (q, d) not in keys]
+    if stray:
+        q, d = stray[0]
+        raise InputError(f"{len(stray)} annotation(s) grade pairs not in the pool of {saved.folder}, e.g. question "
+                         f"{q!r} and document {d!r}: nothing written")
+    several = annotations.groupby(KEY)["assessor"].nunique()
+    agree = agreement(annotations, scale.grades) if (several >= 2).any() else None
+    merged = merge(annotations, rule)
+    return Pulled(annotations, merged, agree, next_version(saved.base(), merged, override), rule)
+
+
+def version_text(pulled: Pulled, saved: SavedPool) -> str:
+    v, counts = pulled.version, pulled.version.counts()
+    lines = [f"qrels version {v.digest} (parent {v.parent_digest}) of {saved.meta['label']}: {counts['judgments']} "
+             f"judgments, {counts['relevant']} at grade 1 or more, over {counts['questions']} questions",
+             f"new: {len(pulled.merged)} pairs graded ({counts['added']} added, {counts['confirmed']} confirmed, "
+             f"{counts['contradicted']} contradicting the parent's grade) by {', '.join(pulled.assessors)}; "
+             f"{len(saved.pairs) - len(pulled.merged)} of the pool's {len(saved.pairs)} pairs not graded yet"]
+    if pulled.agreement is not None:
+        lines += [*pulled.agreement.lines(), f"merged by the {pulled.rule} rule"]
+        shown = pulled.agreement.disagreements.head(SHOWN)
+        lines += [f"  {r.query_id} {r.doc_id}: {r.grades}" for r in shown.itertuples()]
+        more = len(pulled.agreement.disagreements) - len(shown)
+        if more > 0:
+            lines.append(f"  ... and {more} more ({DISAGREEMENTS_FILE})")
+    c = v.contradictions
+    if len(c):
+        kept = "the new grade replaces it (--override)" if v.overridden else "the parent's grade is kept (--override "\
+               "takes the new one)"
+        lines.append(f"{len(c)} new grade(s) contradict the parent version's; {kept}:")
+        lines += [f"  {r.query_id} {r.doc_id}: was {r.old}, now graded {r.new}" for r in c.head(SHOWN).itertuples()]
+    return "\n".join(lines)
+
+
+def write_version(pulled: Pulled, saved: SavedPool, text: str) -> Path:
+    """The version's files (TREC and BEIR qrels, every annotation, disagreements, contradictions, what pull said) in
+    ``<pool>/versions/<digest>``, made in a temporary folder and moved into place whole."""
+    v = pulled.version
+    target = saved.folder / VERSIONS / v.digest
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".partial-") as tmp:
+        work = Path(tmp)
+        (work / QRELS_TREC).write_text(trec_text(v.qrels), encoding="utf-8")
+        (work / QRELS_BEIR).write_text(beir_text(v.qrels), encoding="utf-8")
+        pulled.annotations.to_csv(work / ANNOTATIONS_FILE, index=False)
+        if pulled.agreement is not None and len(pulled.agreement.disagreements):
+            pulled.agreement.disagreements.to_csv(work / DISAGREEMENTS_FILE, index=False)
+        if len(v.contradictions):
+            v.contradictions.to_csv(work / CONTRADICTIONS_FILE, index=False)
+        (work / VERSION_TEXT).write_text(text + "\n", encoding="utf-8")
+        if target.exists():
+            shutil.rmtree(target)
+        work.rename(target)
+        work.mkdir()  # for the context manager to remove
+    return target
+
+
+def version_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file())
