@@ -10,7 +10,8 @@ import importlib
 from typing import Any
 
 _WHERE = {
-    "EvalSettings": "metrics.scoring", "Evaluation": "metrics.evaluation", "Interval": "metrics.bootstrap",
+    "Difference": "metrics.bootstrap", "EvalSettings": "metrics.scoring", "Evaluation": "metrics.evaluation",
+    "Interval": "metrics.bootstrap", "Intervals": "metrics.bootstrap",
     "MetricSpec": "metrics.spec", "Qrels": "metrics.qrels", "Run": "metrics.run", "bootstrap_ci": "metrics.bootstrap",
     "evaluate": "metrics.evaluation", "paired_difference": "metrics.bootstrap", "parse_metric": "metrics.spec",
     "parse_metrics": "metrics.spec",

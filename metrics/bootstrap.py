@@ -11,8 +11,12 @@ import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_RESAMPLES = 5000
 DEFAULT_SEED = 0
@@ -23,14 +27,83 @@ _GATHER_CELLS = 2**16  # indices gathered at a time: 512 KB of values stay in th
 
 @dataclass(frozen=True)
 class Interval:
-    """A mean with its confidence interval."""
+    """A mean with its confidence interval: what it is the mean of (``metric``, when known), at which confidence
+    ``level`` and by which bootstrap ``method``."""
 
     mean: float
     low: float
     high: float
+    metric: str | None = None
+    level: float = DEFAULT_CONFIDENCE
+    method: str = "percentile"
 
     def excludes_zero(self) -> bool:
         return self.low > 0 or self.high < 0
+
+    def __str__(self) -> str:
+        name = f"{self.metric} " if self.metric else ""
+        return f"{name}{self.mean:.3f} [{self.low:.3f}, {self.high:.3f}] ({self.level:.0%} {self.method})"
+
+
+class Intervals(dict[str, Interval]):
+    """Intervals keyed by metric, in the order the metrics were given; printed as a table."""
+
+    def to_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
+        return pd.DataFrame([(i.mean, i.low, i.high, i.level, i.method) for i in self.values()],
+                            index=pd.Index(list(self), name="metric"),
+                            columns=["mean", "low", "high", "level", "method"])
+
+    def __str__(self) -> str:
+        width = max((len(name) for name in self), default=6)
+        lines = [f"{'metric':<{width}}   mean    low   high  (level, method)"]
+        lines += [f"{name:<{width}}  {i.mean:5.3f}  {i.low:5.3f}  {i.high:5.3f}  ({i.level:.0%}, {i.method})"
+                  for name, i in self.items()]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The paired difference ``a - b`` of two systems on the same questions, naming both sides. It also reads as
+    the one-interval list :func:`paired_difference` used to return (``[interval] = ...``, ``...[0]``)."""
+
+    interval: Interval
+    a: str = "a"
+    b: str = "b"
+    questions: int = 0
+
+    @property
+    def mean(self) -> float:
+        return self.interval.mean
+
+    @property
+    def low(self) -> float:
+        return self.interval.low
+
+    @property
+    def high(self) -> float:
+        return self.interval.high
+
+    def excludes_zero(self) -> bool:
+        return self.interval.excludes_zero()
+
+    def __iter__(self) -> Iterator[Interval]:
+        return iter((self.interval,))
+
+    def __len__(self) -> int:
+        return 1
+
+    def __getitem__(self, index: int) -> Interval:
+        return (self.interval,)[index]
+
+    def __str__(self) -> str:
+        i = self.interval
+        metric = f"{i.metric}: " if i.metric else ""
+        return (f"{metric}{self.a} - {self.b} = {i.mean:+.3f} [{i.low:+.3f}, {i.high:+.3f}] "
+                f"({i.level:.0%} {i.method}, {self.questions} questions paired)")
 
 
 def _questions_by_columns(values: np.ndarray) -> np.ndarray:
@@ -187,17 +260,19 @@ def exact_mean(values: np.ndarray) -> np.ndarray:
 
 
 def bootstrap_ci(
-    values: np.ndarray,
+    values: Any,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
     method: str = "percentile",
     progress: Callable[[int], object] | None = None,
-) -> list[Interval]:
-    """A confidence interval for each column's mean (a 1-d input gives one interval); ``progress`` as in
-    :func:`resample_means` (percentile method only)."""
-    values = np.asarray(values, dtype=np.float64)
-    columns = values[:, None] if values.ndim == 1 else values
+) -> Any:
+    """A confidence interval for each column's mean; ``progress`` as in :func:`resample_means` (percentile method
+    only). A DataFrame (or a named Series) gives :class:`Intervals` keyed by its columns; an array gives a list in
+    column order (a 1-d array: one interval), each interval carrying its level and method."""
+    labels = _labels(values)
+    array = np.asarray(values, dtype=np.float64)
+    columns = array[:, None] if array.ndim == 1 else array
     if columns.shape[0] == 0:
         raise ValueError("cannot bootstrap an empty set of questions")
     mean = exact_mean(columns)
@@ -207,22 +282,44 @@ def bootstrap_ci(
         low, high = _bca(columns, resamples, seed, confidence)
     else:
         raise ValueError(f"unknown bootstrap method {method!r}: use 'percentile' or 'bca'")
-    return [Interval(float(m), float(lo), float(hi)) for m, lo, hi in zip(mean, low, high)]
+    names = labels or [None] * len(mean)
+    found = [Interval(float(m), float(lo), float(hi), name, confidence, method)
+             for m, lo, hi, name in zip(mean, low, high, names)]
+    return Intervals(zip(labels, found)) if labels else found
+
+
+def _labels(values: Any) -> list[str] | None:
+    """The metric names a pandas input carries: a DataFrame's columns, a named Series' name."""
+    columns = getattr(values, "columns", None)
+    if columns is not None:
+        return [str(c) for c in columns]
+    name = getattr(values, "name", None)
+    return [str(name)] if name is not None and getattr(values, "ndim", 0) == 1 else None
 
 
 def paired_difference(
-    a: np.ndarray,
-    b: np.ndarray,
+    a: Any,
+    b: Any,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
     method: str = "percentile",
-) -> list[Interval]:
-    """Interval for mean(a - b), questions resampled as pairs; a and b are aligned by question."""
+    names: tuple[str, str] = ("a", "b"),
+) -> Difference:
+    """The interval for mean(a - b), questions resampled as pairs; a and b are aligned by question (two Series are
+    aligned by their index first). ``names`` says which systems a and b are; the metric is a Series' name."""
+    metric = getattr(a, "name", None) if getattr(a, "ndim", 0) == 1 else None
+    if hasattr(a, "index") and hasattr(b, "index") and getattr(a, "ndim", 0) == 1:
+        if set(a.index) != set(b.index):
+            raise ValueError(f"paired scores must cover the same questions: {len(a)} vs {len(b)}")
+        b = b.reindex(a.index)
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"paired scores must align question by question: {a.shape} vs {b.shape}")
-    return bootstrap_ci(a - b, resamples, seed, confidence, method)
+    [found] = bootstrap_ci(a - b, resamples, seed, confidence, method)
+    labelled = Interval(found.mean, found.low, found.high, None if metric is None else str(metric), confidence,
+                        method)
+    return Difference(labelled, names[0], names[1], len(a))
 
 
 def _bca(columns: np.ndarray, resamples: int, seed: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from metrics.bootstrap import exact_mean
+from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, Intervals, bootstrap_ci, exact_mean
 from metrics.qrels import Qrels
 from metrics.run import Run
 from metrics.scoring import EvalSettings, compute, score
@@ -34,6 +34,12 @@ class Evaluation:
         """Each metric's mean over the scored questions (its sum correctly rounded: see ``exact_mean``)."""
         names = [m.name for m in self.metrics]
         return pd.Series(exact_mean(self.per_question[names].to_numpy(dtype=np.float64)), index=names)
+
+    def intervals(self, resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                  confidence: float = DEFAULT_CONFIDENCE, method: str = "percentile") -> Intervals:
+        """Each metric's mean with its bootstrap interval, keyed by metric (see :func:`metrics.bootstrap_ci`)."""
+        names = [m.name for m in self.metrics]
+        return bootstrap_ci(self.per_question[names], resamples, seed, confidence, method)
 
 
 def evaluate(

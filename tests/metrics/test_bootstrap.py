@@ -239,3 +239,58 @@ def test_the_bounds_are_the_sorted_means_at_their_ranks_bit_for_bit(resamples, c
     ordered = np.sort(means, axis=0)
     low, high = percentile_bounds(means, confidence)
     assert low.tobytes() == ordered[lo].tobytes() and high.tobytes() == ordered[hi].tobytes()
+
+
+# labelled results: what a reader of the Python API gets back
+
+
+def test_a_frame_gives_intervals_keyed_by_metric_with_level_and_method():
+    import pandas as pd
+
+    values = np.random.default_rng(3).random((40, 2))
+    frame = pd.DataFrame(values, columns=["ndcg@5", "mrr"])
+    found = bootstrap_ci(frame, confidence=0.9)
+    assert list(found) == ["ndcg@5", "mrr"]
+    for column, (name, interval) in enumerate(found.items()):
+        alone = bootstrap_ci(values[:, column], confidence=0.9)[0]
+        assert (interval.mean, interval.low, interval.high) == (alone.mean, alone.low, alone.high)
+        assert (interval.metric, interval.level, interval.method) == (name, 0.9, "percentile")
+    table = str(found)
+    assert table.splitlines()[0].split()[:4] == ["metric", "mean", "low", "high"]
+    assert f"ndcg@5  {found['ndcg@5'].mean:5.3f}  {found['ndcg@5'].low:5.3f}" in table
+    assert found.to_frame().loc["mrr", "high"] == found["mrr"].high
+
+
+def test_an_array_still_gives_a_list_in_column_order():
+    values = np.random.default_rng(4).random((30, 3))
+    found = bootstrap_ci(values)
+    assert isinstance(found, list) and len(found) == 3
+    assert all(i.metric is None and i.level == 0.95 for i in found)
+
+
+def test_a_paired_difference_names_both_sides_and_reads_as_the_old_list():
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    index = [f"q{i}" for i in range(25)]
+    a = pd.Series(rng.random(25), index=index, name="ndcg@5")
+    b = pd.Series(rng.random(25), index=index, name="ndcg@5")
+    shuffled = b.sample(frac=1.0, random_state=1)  # aligned by question id, not by position
+    difference = paired_difference(a, shuffled, names=("BM25", "LSA"))
+    [interval] = paired_difference(a.to_numpy(), b.to_numpy())
+    assert (difference.mean, difference.low, difference.high) == (interval.mean, interval.low, interval.high)
+    assert difference[0].metric == "ndcg@5"
+    assert (difference.a, difference.b, difference.questions) == ("BM25", "LSA", 25)
+    assert str(difference).startswith(f"ndcg@5: BM25 - LSA = {interval.mean:+.3f} [")
+
+
+def test_an_evaluation_gives_its_intervals(helpdesk_collection):
+    from metrics import evaluate
+    from retrievers import BM25
+
+    c = helpdesk_collection
+    ev = evaluate(BM25().index(c).rank(c.query_ids, c.query_texts, 100), c.qrels, "mrr,ndcg@5")
+    found = ev.intervals()
+    assert list(found) == ["mrr", "ndcg@5"]
+    assert found["ndcg@5"].mean == ev.means()["ndcg@5"]
+    assert found["ndcg@5"] == bootstrap_ci(ev.per_question[["mrr", "ndcg@5"]])["ndcg@5"]
