@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
@@ -46,6 +47,8 @@ class BuildContext:
     base: Path = field(default_factory=Path.cwd)  # relative paths in a config entry start here (the launch folder)
     cache: bool = True  # keep expensive per-corpus work (embeddings) on disk
     cache_dir: Path | None = None  # rankscope's cache folder (None: retrievers.cache.cache_root())
+    # the job's progress bars: ``progress(total, label, unit)`` gives a context whose value ticks ``done`` units
+    progress: Callable[[float | None, str, str], AbstractContextManager[Callable[[int], object]]] | None = None
 
     def path(self, value: str | Path) -> Path:
         """A path from a config entry: absolute as given, else relative to :attr:`base`."""

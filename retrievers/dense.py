@@ -7,7 +7,10 @@ A :class:`ScoringRetriever`, so the weighted and RRF fusions take it as a compon
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +43,9 @@ class Dense(ScoringRetriever):
     tokenizer: str | None = None
     name: str = "dense"
     encoded_documents: int = field(default=0, init=False)
-    context_fields = ("cache", "cache_dir")
+    progress: Callable[..., AbstractContextManager[Callable[[int], object]]] | None = field(
+        default=None, repr=False, compare=False)
+    context_fields = ("cache", "cache_dir", "progress")
 
     @classmethod
     def from_config(cls, context: BuildContext, model: str = DEFAULT_MODEL, tokenizer: str | None = None,
@@ -53,7 +58,7 @@ class Dense(ScoringRetriever):
         check_available(model)
         root = context.cache_dir if context.cache_dir is not None else cache_root()
         return cls(model=model, tokenizer=None if tokenizer is None else str(context.path(tokenizer)),
-                   cache=context.cache, cache_dir=root / EMBEDDINGS, **settings)
+                   cache=context.cache, cache_dir=root / EMBEDDINGS, progress=context.progress, **settings)
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -94,8 +99,13 @@ class Dense(ScoringRetriever):
         return self
 
     def _encode_documents(self, texts: list[str]) -> np.ndarray:
+        """The documents' vectors; an encoding that will take long says so once its first batch is timed, with the
+        estimate for the whole corpus, and shows its progress (on a terminal)."""
         self.encoded_documents += len(texts)
-        return self.encoder.encode(texts, self.batch_size)
+        with ExitStack() as stack:
+            bar = None if self.progress is None else (
+                lambda total: stack.enter_context(self.progress(total, f"encoding {len(texts):,} documents", "cell")))
+            return self.encoder.encode(texts, self.batch_size, EncodingWatch(len(texts), self.encoder.model_id, bar))
 
     def encode_questions(self, texts: Sequence[str]) -> np.ndarray:
         """Question vectors, each distinct text encoded once per index (fusions and sweeps ask repeatedly)."""
@@ -110,3 +120,50 @@ class Dense(ScoringRetriever):
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         vectors = self.doc_vectors
         return (self.encode_questions(texts) @ vectors.T).astype(np.float64)
+
+
+SAY_AFTER_S = 20.0  # an encoding estimated to take longer than this is announced
+TIMED_S = 2.0  # seconds of batches after the first that the estimate is made from
+
+
+def duration(seconds: float) -> str:
+    """``40 s``, ``3 min``, ``1.5 h``: an estimate, rounded as one."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class EncodingWatch:
+    """Times an encoding as it starts: when the whole corpus will take more than :data:`SAY_AFTER_S`, it says so on
+    stderr (once, with the estimate) and goes on; it also moves the job's bar. The first batch is left out of the
+    rate (the model's first call pays for its set-up), which is then taken over :data:`TIMED_S` of batches."""
+
+    def __init__(self, documents: int, model: str,
+                 bar: Callable[[int], Callable[[int], object]] | None = None) -> None:
+        self.documents, self.model, self.bar = documents, model, bar
+        self.started = time.perf_counter()
+        self.said = False
+        self.estimate: float | None = None
+        self.tick: Callable[[int], object] | None = None
+        self._first: tuple[float, int] | None = None  # when the first batch ended, and the work it held
+        self._done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if self._first is None:
+            self._first = (now, done)
+            self.tick = None if self.bar is None else self.bar(total)
+        elif self.estimate is None and (now - self._first[0] >= TIMED_S or done >= total):
+            ended, counted = self._first
+            rate = (now - ended) / max(done - counted, 1)
+            self.estimate = (ended - self.started) + rate * (total - counted)
+            if self.estimate > SAY_AFTER_S and done < total:
+                self.said = True
+                print(f"dense: encoding {self.documents:,} documents with {self.model} takes about "
+                      f"{duration(self.estimate)} on this machine ({duration(now - self.started)} so far); the "
+                      f"embeddings are cached, so later runs on this corpus skip it", file=sys.stderr, flush=True)
+        if self.tick is not None:
+            self.tick(done - self._done)
+        self._done = done

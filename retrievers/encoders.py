@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -52,8 +52,10 @@ class Encoder(Protocol):
     model_id: str
     fingerprint: str
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-        """A (texts x dim) float32 matrix with unit-length rows, in the order of ``texts``."""
+    def encode(self, texts: Sequence[str], batch_size: int = 32,
+               progress: Callable[[int, int], object] | None = None) -> np.ndarray:
+        """A (texts x dim) float32 matrix with unit-length rows, in the order of ``texts``. ``progress(done,
+        total)`` is called as the work goes, in units of the encoder's choosing (token cells, or texts)."""
 
 
 def require(module: str, hint: str = DENSE_HINT):
@@ -132,17 +134,28 @@ class OnnxEncoder:
             raise InputError(f"ONNX model takes {sorted(self._inputs)}; expected input_ids and attention_mask",
                              model_path)
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    def encode(self, texts: Sequence[str], batch_size: int = 32,
+               progress: Callable[[int, int], object] | None = None) -> np.ndarray:
+        """``progress`` counts token cells (a batch's rows times its longest text), the work each batch costs."""
         encodings = self._tokenizer.encode_batch(list(texts))
         lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
         order = np.argsort(-lengths, kind="stable")
+        step = max(1, batch_size)
+        batches = [order[start : start + step] for start in range(0, len(order), step)]
+        # batches go in a fixed shuffled order (each batch as it was: no vector changes), so that the first seconds'
+        # pace, which times the whole, is the corpus's and not that of its longest texts
+        batches = [batches[i] for i in np.random.default_rng(0).permutation(len(batches))]
+        cells = [len(rows) * int(lengths[rows].max()) for rows in batches]
+        total, done = sum(cells), 0
         out: np.ndarray | None = None
-        for start in range(0, len(order), max(1, batch_size)):
-            rows = order[start : start + batch_size]
+        for rows, cost in zip(batches, cells):
             pooled = self._run_batch([encodings[i] for i in rows], int(lengths[rows].max()))
             if out is None:
                 out = np.empty((len(texts), pooled.shape[1]), dtype=np.float32)
             out[rows] = pooled
+            done += cost
+            if progress is not None:
+                progress(done, total)
         return out if out is not None else np.zeros((0, 0), dtype=np.float32)
 
     def _run_batch(self, encodings, width: int) -> np.ndarray:
@@ -188,9 +201,13 @@ class SentenceTransformerEncoder:
             h.update(tensor.detach().to("cpu").contiguous().view(-1).view(torch.uint8).numpy().tobytes())
         self.fingerprint = h.hexdigest()[:16]
 
-    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    def encode(self, texts: Sequence[str], batch_size: int = 32,
+               progress: Callable[[int, int], object] | None = None) -> np.ndarray:
+        """sentence-transformers batches on its own: ``progress`` hears only the end."""
         vectors = self._model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
                                      normalize_embeddings=True, show_progress_bar=False)
+        if progress is not None:
+            progress(len(texts), len(texts))
         return unit_rows(np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1))
 
 

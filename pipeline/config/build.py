@@ -86,11 +86,19 @@ def make_tokenizer(text: Mapping[str, Any], base: Path) -> Tokenizer:
     return Tokenizer(pattern=text["pattern"], lowercase=text["lowercase"], stopwords=stop)
 
 
+def _ticker(total: float | None, desc: str, unit: str) -> Any:
+    """The job's progress bar (:func:`pipeline.common.progress.ticker`), imported when a retriever first asks."""
+    from pipeline.common import progress
+
+    return progress.ticker(total, desc, unit, unit_scale=True)
+
+
 def build_context(cfg: DictConfig, base: Path, tokenizer: Tokenizer | None = None) -> BuildContext:
     """What retrievers and corpora take from the job: the shared tokenizer, the launch folder, the cache folder."""
     cache = cfg.get("cache") or {}
     return BuildContext(tokenizer=tokenizer or make_tokenizer(cfg.text, base), base=base,
-                        cache=bool(cache.get("enabled", True)), cache_dir=cache_root(cache.get("dir"), base))
+                        cache=bool(cache.get("enabled", True)), cache_dir=cache_root(cache.get("dir"), base),
+                        progress=_ticker)
 
 
 def make_retriever(node: DictConfig, context: BuildContext, where: str = "retriever") -> Retriever:

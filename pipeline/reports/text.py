@@ -295,6 +295,9 @@ def job_description(result: Measured) -> str:
     c, e, plan = result.collection, result.evaluation, result.plan
     level = f"{plan.confidence:.0%}"
     primary = plan.primary
+    if primary.name not in result.intervals:  # no question judged: ranked, written, nothing to score yet
+        return (f"**{_cell(result.system)}** on {c.name} ({c.split}): ranked, not scored (no question has a "
+                "judgment yet: pool and judge it, `python -m pipeline.judge pool`).")
     head = (f"**{_cell(result.system)}** on {c.name} ({c.split}), {len(e.per_question):,} questions: "
             f"**{primary.name} {interval_text(*_bounds(result.intervals[primary.name]))}** ({level} bootstrap "
             f"interval; MLflow's `{primary.mlflow_key}`, `{primary.mlflow_key}_ci_lower`, "

@@ -282,3 +282,48 @@ def test_an_unwritable_cache_warns_and_still_returns_the_vectors(tmp_path):
         matrix = cache.get_or_compute("k", 2, lambda: np.ones((2, 3)))
     assert matrix.dtype == np.float32 and matrix.shape == (2, 3)
     assert (cache.stats["encoded"], cache.stats["stored"]) == (1, 0)
+
+
+# --- an encoding that takes long says so --------------------------------------------------------------------
+
+
+@needs_model
+def test_a_long_encoding_says_so_once_with_its_estimate_and_moves_the_bar(corpus, tmp_path, monkeypatch, capsys):
+    from contextlib import contextmanager
+
+    import retrievers.dense as dense_module
+
+    monkeypatch.setattr(dense_module, "SAY_AFTER_S", 0.0)  # every encoding counts as long here
+    monkeypatch.setattr(dense_module, "TIMED_S", 0.0)  # estimated on the second batch
+    bars: list[tuple[float | None, str, list[int]]] = []
+
+    @contextmanager
+    def progress(total, desc, unit):
+        ticks: list[int] = []
+        bars.append((total, desc, ticks))
+        yield ticks.append
+
+    quiet = dense(tmp_path, cache=False, batch_size=4).index(corpus)
+    capsys.readouterr()  # said too (the threshold is 0): the bar is what the second run checks
+    watched = dense(tmp_path, cache=False, batch_size=4, progress=progress).index(corpus)
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and said[0].startswith("dense: encoding 28 documents with ")
+    assert " takes about " in said[0] and "the embeddings are cached" in said[0]
+    [(total, desc, ticks)] = bars
+    assert desc == "encoding 28 documents" and sum(ticks) == total and len(ticks) == 7  # 28 documents, batches of 4
+    assert np.array_equal(quiet.doc_vectors, watched.doc_vectors)  # watching changes nothing
+
+
+def test_a_short_encoding_says_nothing(monkeypatch, capsys):
+    from retrievers.dense import EncodingWatch
+
+    watch = EncodingWatch(1000, "model")
+    watch(10, 1000)  # the first batch
+    watch(1000, 1000)  # the last: an estimate far below the threshold on any machine
+    assert watch.estimate is not None and not watch.said and capsys.readouterr().err == ""
+
+
+def test_estimates_read_as_estimates():
+    from retrievers.dense import duration
+
+    assert [duration(s) for s in (40, 200, 7200)] == ["40 s", "3 min", "2.0 h"]
