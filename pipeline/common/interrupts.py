@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,10 +108,41 @@ def stop_if_interrupted(exc: BaseException) -> None:
         raise stop from None
 
 
+_WHEN_STOPPED: list[Callable[[], None]] = []  # what bounds a stopped command's waits (see when_stopped)
+_SHIELDED = False
+
+
+def when_stopped(action: Callable[[], None]) -> None:
+    """Have ``action`` called once the command is stopped (:func:`shielded`): what keeps the clean-up short, such as
+    a tracking store tried once per request instead of MLflow's retries on a server that does not answer."""
+    if action not in _WHEN_STOPPED:
+        _WHEN_STOPPED.append(action)
+
+
 def shielded() -> None:
-    """From now on Ctrl-C and SIGTERM are ignored: the process is closing its runs and must finish doing so."""
+    """From now on Ctrl-C and SIGTERM are ignored: the process is closing its runs and must finish doing so, quickly
+    (:func:`when_stopped`)."""
+    global _SHIELDED
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
+    _SHIELDED = True
+    for action in _WHEN_STOPPED:
+        action()
+
+
+def stopping() -> bool:
+    """Whether the command is already ending after a stop (:func:`shielded`)."""
+    return _SHIELDED
+
+
+def swallowed() -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM a finaliser or an exit handler swallowed and that is still to be raised again
+    (:func:`_swallowed`), taken: the command's end acts on it now instead."""
+    if not _AGAIN:
+        return None
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    return _AGAIN.pop()()
 
 
 @contextmanager
