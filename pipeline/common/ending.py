@@ -89,14 +89,14 @@ def run(main: Callable[[], object], says: str | None = None, stopped: str | Call
 
     With ``says`` (how the command's lines start), a Ctrl-C or SIGTERM ends the command with one line instead of a
     traceback, ``{says}: stopped by Ctrl-C: {stopped}`` (``stopped`` may be a function, called then), then status
-    130 or 143 (:mod:`pipeline.common.interrupts`; also when the stop made a clean-up fail on its way out, or came
-    while the command ended)."""
+    130 or 143 (:mod:`pipeline.common.interrupts`; also when the stop made a clean-up fail on its way out, came
+    while the command ended, or was turned by a library into an error of its own: ``interrupts.received``)."""
     try:
         result = main()
     except SystemExit as request:
         status = status_of(request)
     except (KeyboardInterrupt, Exception) as exc:
-        stop = interrupts.behind(exc) if says is not None else None
+        stop = (interrupts.behind(exc) or interrupts.received()) if says is not None else None
         if stop is None:
             raise
         status = _stopped(stop, says, stopped)  # type: ignore[arg-type]  # says is set here

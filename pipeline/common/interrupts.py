@@ -34,14 +34,25 @@ class Watched:
 WATCHED = Watched()
 
 
+_RECEIVED: list[type[KeyboardInterrupt]] = []  # the stops this command received (see received)
+
+
 def _terminate(signum: int, frame: object) -> None:
+    _RECEIVED.append(Terminated)
     raise Terminated()
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    _RECEIVED.append(KeyboardInterrupt)
+    raise KeyboardInterrupt()
+
+
 def install() -> None:
-    """SIGTERM raises :class:`Terminated` in the main thread from now on, and an interruption a finaliser swallowed
-    is delivered again (:func:`_swallowed`)."""
+    """SIGTERM raises :class:`Terminated` in the main thread from now on, each stop received is recorded
+    (:func:`received`), and an interruption a finaliser swallowed is delivered again (:func:`_swallowed`)."""
     signal.signal(signal.SIGTERM, _terminate)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where Ctrl-C is ignored (nohup, &)
+        signal.signal(signal.SIGINT, _interrupt)
     if sys.unraisablehook is not _swallowed:
         global _PREVIOUS_HOOK
         _PREVIOUS_HOOK = sys.unraisablehook
@@ -99,6 +110,14 @@ def behind(exc: BaseException) -> KeyboardInterrupt | None:
         seen.add(id(current))
         todo += [current.__cause__, current.__context__]
     return None
+
+
+def received() -> KeyboardInterrupt | None:
+    """The first Ctrl-C or SIGTERM this command received since :func:`install`, if any, as the exception it raised.
+
+    A library can turn a stop into an error of its own that does not carry it (a C extension's import stopped
+    half-way reports an ``ImportError``): a command that received a stop and then failed was stopped."""
+    return _RECEIVED[0]() if _RECEIVED else None
 
 
 def stop_if_interrupted(exc: BaseException) -> None:

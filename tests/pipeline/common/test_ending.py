@@ -175,3 +175,34 @@ def test_an_exit_handler_after_a_stop_meets_its_own_errors_not_the_stop_again():
     assert done.returncode == 130, done.stderr
     assert done.stdout.strip() == "runs closed"
     assert done.stderr.strip() == "cmd: stopped by Ctrl-C: what was saved"
+
+
+TURNED_INTO_AN_ERROR = textwrap.dedent("""
+    import os, signal, sys, time
+    from pipeline.common import ending, interrupts
+
+    interrupts.install()
+
+    def main():
+        stopped = False
+        try:  # a C extension's import, stopped half-way, reports an ImportError of its own and drops the stop
+            os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+            time.sleep(10)
+        except KeyboardInterrupt:
+            stopped = True
+        if stopped:  # raised outside the handler: nothing links it to the stop
+            raise ImportError("cannot import name 'multiarray' from partially initialized module 'numpy._core'")
+        return 0
+
+    ending.run(main, "cmd", "what was saved")
+""")
+
+
+@pytest.mark.parametrize(("name", "word", "status"), [("SIGINT", "Ctrl-C", 130), ("SIGTERM", "SIGTERM", 143)])
+def test_a_stop_a_library_turned_into_its_own_error_is_still_the_stop(name, word, status):
+    """A Ctrl-C landing in numpy's import under load ended a command with an ImportError's traceback and status 1
+    (tests/pipeline/test_stopped_commands.py, now and then): the error did not carry the stop."""
+    done = subprocess.run([sys.executable, "-c", TURNED_INTO_AN_ERROR, name], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == status, done.stderr
+    assert done.stderr.strip() == f"cmd: stopped by {word}: what was saved"
