@@ -47,16 +47,16 @@ if __name__ == "__main__":
     if any(arg in ("--help", "-h") for arg in sys.argv[1:]):
         print(help_text())
         sys.exit(0)
-    collector.pause()  # until the job starts: the imports' objects are then frozen (pipeline.common.collector)
-    interrupts.install()
-    if all(arg in SWEEP_FLAGS or not arg.startswith("-") for arg in sys.argv[1:]):  # a run or sweep, no --cfg ...
-        from pipeline.tracking import background
+    try:  # a stop from here on is one line and 130 or 143: left to Python, it killed the process (status -2)
+        collector.pause()  # until the job starts: the imports' objects are then frozen (pipeline.common.collector)
+        interrupts.install()
+        if all(arg in SWEEP_FLAGS or not arg.startswith("-") for arg in sys.argv[1:]):  # a run or sweep, no --cfg
+            from pipeline.tracking import background
 
-        background.start()
-    try:
-        from pipeline.app import main
+            background.start()
+        from pipeline.app import main, saved
     except KeyboardInterrupt as exc:
         code, word = interrupts.status(exc)
         print(f"rankscope: stopped by {word} while starting: nothing was done", file=sys.stderr, flush=True)
         sys.exit(code)
-    ending.run(main)
+    ending.run(main, "rankscope", saved)  # also a stop after Hydra's end (the sweep's own line is said earlier)

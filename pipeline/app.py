@@ -127,10 +127,13 @@ def saved() -> str:
     watched = interrupts.WATCHED
     if watched.sweep_dir is not None:
         from pipeline.sweep.resume import sweep_state
+        from pipeline.tracking.store import any_not_answering
 
         state = sweep_state(watched.sweep_dir)
-        return (f"{state.counts()} (in {watched.sweep_dir}); the runs still open are closed FAILED. Resume with: "
-                f"{commands.line(watched.resume)}")
+        down = any_not_answering()
+        runs = (f"the tracking store does not answer ({down}): the resume closes the runs still open" if down else
+                "the runs still open are closed FAILED")
+        return f"{state.counts()} (in {watched.sweep_dir}); {runs}. Resume with: {commands.line(watched.resume)}"
     if watched.output_dir is not None:
         from pipeline.tracking.records import JobRecord
 

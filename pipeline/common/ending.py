@@ -31,17 +31,38 @@ def status_of(exit_request: SystemExit) -> int:
     return 1
 
 
-def finish(status: int) -> NoReturn:
-    """Finish what the interpreter's exit must (threads, atexit handlers, buffered output), then exit ``status``."""
-    shutdown = getattr(threading, "_shutdown", None)  # joins non-daemon threads, as the interpreter's exit does
-    if shutdown is not None:
-        shutdown()
-    forget_half_built_handlers()
-    atexit._run_exitfuncs()
+def finish(status: int, says: str | None = None, stopped: str | Callable[[], str] = "") -> NoReturn:
+    """Finish what the interpreter's exit must (threads, atexit handlers, buffered output), then exit ``status``.
+
+    With ``says``, a Ctrl-C or SIGTERM that comes meanwhile (or that an exit handler swallowed) is obeyed as one
+    during the command: its one line (:func:`run`) and status 130 or 143. Left to Python, it killed the process with
+    the signal itself (status -2), after the command's work was done."""
+    try:
+        shutdown = getattr(threading, "_shutdown", None)  # joins non-daemon threads, as the interpreter's exit does
+        if shutdown is not None:
+            shutdown()
+        forget_half_built_handlers()
+        atexit._run_exitfuncs()  # a stop inside a handler is swallowed there, and taken below
+        stop = interrupts.swallowed()
+        if stop is not None:
+            raise stop
+    except KeyboardInterrupt as stop:
+        if says is None:
+            raise
+        if not interrupts.stopping():  # (a stop a finaliser swallowed while the command said its line: said)
+            status = _stopped(stop, says, stopped)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe (piped into head): nothing left to write
             stream.flush()
     os._exit(status)
+
+
+def _stopped(stop: KeyboardInterrupt, says: str, stopped: str | Callable[[], str]) -> int:
+    """The command's one line for a stop (``{says}: stopped by Ctrl-C: {stopped}``), and its status."""
+    interrupts.shielded()  # the line is said and the command ends: a second Ctrl-C changes nothing now
+    code, word = interrupts.status(stop)
+    print(f"{says}: stopped by {word}: {stopped() if callable(stopped) else stopped}", file=sys.stderr, flush=True)
+    return code
 
 
 def forget_half_built_handlers() -> None:
@@ -62,23 +83,25 @@ def forget_half_built_handlers() -> None:
                 registered.remove(ref)
 
 
-def run(main: Callable[[], object], says: str | None = None, stopped: str = "") -> NoReturn:
+def run(main: Callable[[], object], says: str | None = None, stopped: str | Callable[[], str] = "") -> NoReturn:
     """Run a command's ``main`` (its return value, or what it passes to ``sys.exit``, is the status), then
     :func:`finish`. An unexpected exception is left to Python: its traceback and the usual exit.
 
     With ``says`` (how the command's lines start), a Ctrl-C or SIGTERM ends the command with one line instead of a
-    traceback, ``{says}: stopped by Ctrl-C: {stopped}``, then status 130 or 143 (:mod:`pipeline.common.interrupts`;
-    also when the stop made a clean-up fail on its way out)."""
+    traceback, ``{says}: stopped by Ctrl-C: {stopped}`` (``stopped`` may be a function, called then), then status
+    130 or 143 (:mod:`pipeline.common.interrupts`; also when the stop made a clean-up fail on its way out, came
+    while the command ended, or was turned by a library into an error of its own: ``interrupts.received``)."""
     try:
         result = main()
     except SystemExit as request:
-        finish(status_of(request))
+        status = status_of(request)
     except (KeyboardInterrupt, Exception) as exc:
-        stop = interrupts.behind(exc) if says is not None else None
+        stop = (interrupts.behind(exc) or interrupts.received()) if says is not None else None
         if stop is None:
             raise
-        interrupts.shielded()  # the line is said and the command ends: a second Ctrl-C changes nothing now
-        code, word = interrupts.status(stop)
-        print(f"{says}: stopped by {word}: {stopped}", file=sys.stderr, flush=True)
-        finish(code)
-    finish(result if isinstance(result, int) else 0)
+        status = _stopped(stop, says, stopped)  # type: ignore[arg-type]  # says is set here
+    else:
+        status = result if isinstance(result, int) else 0
+    # outside the handlers: an error an exit handler meets is its own, not one raised while the stop unwound (a
+    # sweep's runs are closed FAILED at exit; an error there, taken for the stop again, left its parent RUNNING)
+    finish(status, says, stopped)

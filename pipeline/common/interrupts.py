@@ -11,7 +11,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,14 +34,25 @@ class Watched:
 WATCHED = Watched()
 
 
+_RECEIVED: list[type[KeyboardInterrupt]] = []  # the stops this command received (see received)
+
+
 def _terminate(signum: int, frame: object) -> None:
+    _RECEIVED.append(Terminated)
     raise Terminated()
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    _RECEIVED.append(KeyboardInterrupt)
+    raise KeyboardInterrupt()
+
+
 def install() -> None:
-    """SIGTERM raises :class:`Terminated` in the main thread from now on, and an interruption a finaliser swallowed
-    is delivered again (:func:`_swallowed`)."""
+    """SIGTERM raises :class:`Terminated` in the main thread from now on, each stop received is recorded
+    (:func:`received`), and an interruption a finaliser swallowed is delivered again (:func:`_swallowed`)."""
     signal.signal(signal.SIGTERM, _terminate)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where Ctrl-C is ignored (nohup, &)
+        signal.signal(signal.SIGINT, _interrupt)
     if sys.unraisablehook is not _swallowed:
         global _PREVIOUS_HOOK
         _PREVIOUS_HOOK = sys.unraisablehook
@@ -101,6 +112,14 @@ def behind(exc: BaseException) -> KeyboardInterrupt | None:
     return None
 
 
+def received() -> KeyboardInterrupt | None:
+    """The first Ctrl-C or SIGTERM this command received since :func:`install`, if any, as the exception it raised.
+
+    A library can turn a stop into an error of its own that does not carry it (a C extension's import stopped
+    half-way reports an ``ImportError``): a command that received a stop and then failed was stopped."""
+    return _RECEIVED[0]() if _RECEIVED else None
+
+
 def stop_if_interrupted(exc: BaseException) -> None:
     """Raise the interruption behind ``exc`` (:func:`behind`), if there is one, so it stops the command as itself."""
     stop = behind(exc)
@@ -108,10 +127,41 @@ def stop_if_interrupted(exc: BaseException) -> None:
         raise stop from None
 
 
+_WHEN_STOPPED: list[Callable[[], None]] = []  # what bounds a stopped command's waits (see when_stopped)
+_SHIELDED = False
+
+
+def when_stopped(action: Callable[[], None]) -> None:
+    """Have ``action`` called once the command is stopped (:func:`shielded`): what keeps the clean-up short, such as
+    a tracking store tried once per request instead of MLflow's retries on a server that does not answer."""
+    if action not in _WHEN_STOPPED:
+        _WHEN_STOPPED.append(action)
+
+
 def shielded() -> None:
-    """From now on Ctrl-C and SIGTERM are ignored: the process is closing its runs and must finish doing so."""
+    """From now on Ctrl-C and SIGTERM are ignored: the process is closing its runs and must finish doing so, quickly
+    (:func:`when_stopped`)."""
+    global _SHIELDED
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
+    _SHIELDED = True
+    for action in _WHEN_STOPPED:
+        action()
+
+
+def stopping() -> bool:
+    """Whether the command is already ending after a stop (:func:`shielded`)."""
+    return _SHIELDED
+
+
+def swallowed() -> KeyboardInterrupt | None:
+    """The Ctrl-C or SIGTERM a finaliser or an exit handler swallowed and that is still to be raised again
+    (:func:`_swallowed`), taken: the command's end acts on it now instead."""
+    if not _AGAIN:
+        return None
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    return _AGAIN.pop()()
 
 
 @contextmanager

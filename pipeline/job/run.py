@@ -405,8 +405,10 @@ class Job:
         return JobOutcome(run_id, None)
 
     def not_logged(self, reason: str) -> None:
-        """Say that the results wait in the job's folder, and the command that logs them."""
-        self.say_failed(self.destination.not_logged(self.ctx.output_dir, self.ctx.sweep_dir, reason))
+        """Say that the results wait in the job's folder, and the command that logs them (unless the command is
+        stopping: its one line counts what waits, and says how to go on)."""
+        if not interrupts.stopping():
+            self.say_failed(self.destination.not_logged(self.ctx.output_dir, self.ctx.sweep_dir, reason))
 
     def say_failed(self, reason: str) -> None:
         ctx = self.ctx

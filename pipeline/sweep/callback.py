@@ -58,7 +58,7 @@ from pipeline.sweep.tuning import check_tuning, close_tuning, is_tuning
 from pipeline.tracking import background
 from pipeline.tracking.readback import logged_tables
 from pipeline.tracking.runs import Tracker
-from pipeline.tracking.store import STORE_ERRORS, open_ahead, store_error, tracking_uri
+from pipeline.tracking.store import STORE_ERRORS, check_reachable, open_ahead, store_error, tracking_uri
 
 
 def validate_jobs(config: DictConfig, jobs: list[list[str]]) -> list[tuple[JobPlan, DictConfig]]:
@@ -141,6 +141,7 @@ class MlflowSweep(Callback):
                 _exit(one_line(exc))
         try:
             uri = tracking_uri(config.tracking.uri, launch_dir)
+            check_reachable(uri)  # a closed port: one line now, before the first corpus is read
         except InputError as exc:
             _exit(str(exc))
         if in_process and checked:  # every job checked: the store may be created now

@@ -37,6 +37,7 @@ from pipeline.tracking.links import experiment_url, run_location, run_url
 from pipeline.tracking.readback import child_runs
 from pipeline.tracking.records import pending_records
 from pipeline.tracking.runs import Tracker, log_parent_summary
+from pipeline.tracking.store import store_error
 from pipeline.tracking.views import save_view
 
 if TYPE_CHECKING:
@@ -174,9 +175,10 @@ def save_views(client: MlflowClient, experiment_id: str, summary: SweepSummary, 
 
 
 def children_closed(parent: Tracker, experiment_id: str, reason: str | None = None,
-                    known: Mapping[str, pd.DataFrame] | None = None) -> list[SystemRun]:
-    """The parent's children as MLflow holds them, any left RUNNING closed FAILED first."""
-    systems = child_runs(parent.client, experiment_id, parent.run_id, known)
+                    known: Mapping[str, pd.DataFrame] | None = None, tables: bool = True) -> list[SystemRun]:
+    """The parent's children as MLflow holds them (with their per-question tables, unless not ``tables``), any left
+    RUNNING closed FAILED first."""
+    systems = child_runs(parent.client, experiment_id, parent.run_id, known, tables)
     close_children(parent.client, systems, *([reason] if reason else []))
     return systems
 
@@ -185,7 +187,8 @@ def abandon(parent: Tracker, experiment_id: str) -> None:
     """A sweep that stopped before its end: its children still RUNNING and the parent are closed FAILED. At exit, so
     it reports rather than raises."""
     try:
-        children_closed(parent, experiment_id, "the sweep stopped before this job ended")
+        children_closed(parent, experiment_id, "the sweep stopped before this job ended", tables=False)
         parent.finish(error="the sweep stopped before all jobs ended")
     except Exception as exc:
-        print(f"{PROG}: could not close the parent MLflow run: {exc}", file=sys.stderr)
+        print(f"{PROG}: could not close the sweep's MLflow runs ({store_error(exc)}): the resume closes them",
+              file=sys.stderr, flush=True)

@@ -9,8 +9,10 @@ Nothing depends on the copy. The job's results are saved before they are logged,
 the job's folder with the same code the job would use (:func:`pipeline.tracking.records.publish`), so a store that does
 not answer, a sync, a resume behave as before. If the copy is gone (killed, crashed), the job opens the store and
 logs by itself. The copy ignores Ctrl-C, which the terminal sends to both processes: the job decides. A job stopped
-while the copy logs sends it SIGTERM, which the copy's logging handles as the job's own would (each store write
-whole, a half-logged run closed FAILED), and waits for it to end.
+while the copy works gives it :data:`STOP_GRACE_S` to answer (a store write is quick, and the copy, in step, then
+closes the runs for the job), else sends it SIGTERM, which the copy's logging handles as the job's own would (each
+store write whole, a half-logged run closed FAILED), and SIGKILL after :data:`KILL_AFTER_S`: a copy waiting out
+MLflow's retries on a server that does not answer never keeps a stopped command from ending.
 
 A sweep (``-m``) has the copy too. Its driver's store work (the parent run, reading the jobs back, the summary and
 the gate) goes through a :class:`RemoteClient`: the driver never imports the SQLAlchemy store (about 1.9 s), which
@@ -19,6 +21,10 @@ answer is back, and the copy, alive, then closes the sweep's runs FAILED for the
 saved record over without waiting (:meth:`StoreProcess.publish_later`); the answer is read before the next request,
 or when the sweep ends. If the copy is gone, every call is made in-process instead. Only the process that forked the
 copy talks to it: a process forked from that one (a plot drawer, a fork-based worker) opens the store itself.
+
+When the store stops answering a sweep's requests, the copy says so at once, in one line (the driver reads the
+answers only between jobs or at the end), and answers the next requests at once while the store stays down
+(:func:`pipeline.tracking.store.still_not_answering`): the jobs go on, each saving its results in its folder.
 
 This module imports nothing heavy: the copy imports MLflow after the fork.
 """
@@ -31,6 +37,8 @@ import functools
 import os
 import pickle
 import signal
+import sys
+import time
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection, Pipe
@@ -39,8 +47,11 @@ from typing import Any
 
 from pipeline.common import collector
 from pipeline.common.forking import second_core, yield_to_the_command
+from pipeline.common.names import PROG
 
 _CURRENT: StoreProcess | None = None
+STOP_GRACE_S = 2.0  # once the command is stopped: how long it waits for the copy's answers
+KILL_AFTER_S = 4.0  # then: how long the copy has to end after SIGTERM (closing a half-logged run), before SIGKILL
 
 
 class Gone(Exception):
@@ -56,6 +67,13 @@ def settle() -> None:
     """Read every answer still owed by the store process (logged runs, or why not), if there is one."""
     if _CURRENT is not None:
         _CURRENT.settle()
+
+
+def hurry() -> None:
+    """The command has been stopped: from now on it waits at most :data:`STOP_GRACE_S` for each of the store
+    process's answers, then ends it (see :meth:`StoreProcess.hurry`)."""
+    if _CURRENT is not None:
+        _CURRENT.hurry()
 
 
 def start() -> StoreProcess | None:
@@ -85,6 +103,7 @@ class StoreProcess:
         self.uris: set[str] = set()  # the stores the copy has opened
         self.unanswered: list[Callable[[tuple[Any, ...]], None]] = []  # handlers of requests sent without waiting
         self.opening: dict[tuple[str, str], tuple[Any, ...]] = {}  # answers to :meth:`open_later`, not taken yet
+        self.hurried = False  # the command is stopped: each answer is waited for STOP_GRACE_S at most
 
     def usable(self) -> bool:
         """Whether this process may talk to the copy: it runs, and this is the process that started it."""
@@ -123,13 +142,10 @@ class StoreProcess:
     def call(self, uri: str, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """``MlflowClient(uri).<method>(*args, **kwargs)``, made by the copy: its value, or the exception it
         raised (MLflow's own; any other as an ``MlflowException`` naming it). A Ctrl-C or SIGTERM meanwhile acts
-        once the answer is back, so the copy stays in step. :class:`Gone` when the process is not there."""
-        from pipeline.common.interrupts import deferred
-
+        at once (:meth:`_answer`). :class:`Gone` when the process is not there."""
         if not self.serves(uri):
             raise Gone("not serving this store")
-        with deferred():
-            answer = self._ask("call", uri, method, args, kwargs)
+        answer = self._ask("call", uri, method, args, kwargs)
         if answer[0] == "raised":
             raise answer[1]
         return answer[1]
@@ -182,8 +198,11 @@ class StoreProcess:
             answered(answer)
 
     def _ask(self, *request: Any) -> tuple[Any, ...]:
+        from pipeline.common.interrupts import deferred
+
         self.settle()  # the answers to earlier requests come first
-        self._send(request)
+        with deferred():  # a request is sent whole
+            self._send(request)
         return self._answer()
 
     def _send(self, request: tuple[Any, ...]) -> None:
@@ -196,20 +215,55 @@ class StoreProcess:
             raise Gone(f"{type(exc).__name__}: {exc}") from None
 
     def _answer(self) -> tuple[Any, ...]:
+        """The copy's next answer. A Ctrl-C or SIGTERM while waiting for it acts at once (:meth:`_stopped`); once
+        the command is stopped, an answer that does not come within :data:`STOP_GRACE_S` ends the copy
+        (:meth:`hurry`), and :class:`Gone` is raised."""
+        from pipeline.common.interrupts import deferred
+
         if self.connection is None:
             raise Gone("not running")
+        answer: tuple[Any, ...] | None = None
         try:
-            answer = self.connection.recv()
+            if not self.connection.poll(self._patience()):  # a stop interrupts this wait, between two answers
+                self.stop(wait=True)
+                raise Gone("no answer before the stopped command ends")
+            with deferred():  # an answer is read whole
+                answer = self.connection.recv()
         except (OSError, EOFError) as exc:
             self.stop()
             raise Gone(f"{type(exc).__name__}: {exc}") from None
-        except KeyboardInterrupt:  # stopped while the copy works: it finishes its store write, then ends
-            self.stop(wait=True)
+        except KeyboardInterrupt:
+            if answer is None:
+                self._stopped()
             raise
         if answer[0] == "crashed":
             self.stop()
             raise Gone(answer[1])
         return answer
+
+    def hurry(self) -> None:
+        """The command has been stopped: from now on each answer is waited for :data:`STOP_GRACE_S` at most; the
+        copy that does not answer in time (perhaps waiting out MLflow's retries on a store that does not answer)
+        is ended (:meth:`stop`), and the command does the rest itself, trying the store once per request."""
+        self.hurried = True
+
+    def _patience(self) -> float | None:
+        return STOP_GRACE_S if self.hurried else None
+
+    def _stopped(self) -> None:
+        """Stopped while the copy works on a request: it has :data:`STOP_GRACE_S` to answer (then it is in step, and
+        closes the runs for the command), else it is ended."""
+        from pipeline.common.interrupts import deferred
+
+        self.hurry()
+        with deferred():  # a second stop acts once this is settled
+            try:
+                if self.connection is not None and self.connection.poll(self._patience()):
+                    self.connection.recv()  # the answer to the request stopped: dropped, the copy is in step
+                    return
+            except (OSError, EOFError):
+                pass
+            self.stop(wait=True)
 
     def close(self) -> None:
         """At exit: the answers still owed are read (the runs they log are whole), then the process ends."""
@@ -218,15 +272,26 @@ class StoreProcess:
         self.stop()
 
     def stop(self, wait: bool = False) -> None:
-        """End the process (SIGTERM: a store write in progress is finished first); ``wait`` for it to end."""
+        """End the process (SIGTERM: a store write in progress is finished first); ``wait`` for it to end, SIGKILL
+        after :data:`KILL_AFTER_S` (it may be closing a half-logged run on a store that does not answer)."""
+        from pipeline.common.interrupts import deferred
+
         if self.connection is None:
             return
         self.connection.close()
         self.connection = None
         try:
             os.kill(self.pid, signal.SIGTERM)
-            if wait:
-                os.waitpid(self.pid, 0)
+            if not wait:
+                return
+            with deferred():  # a stop while it ends acts once it has ended
+                deadline = time.monotonic() + KILL_AFTER_S
+                while os.waitpid(self.pid, os.WNOHANG)[0] == 0:
+                    if time.monotonic() > deadline:
+                        os.kill(self.pid, signal.SIGKILL)
+                        os.waitpid(self.pid, 0)
+                        break
+                    time.sleep(0.01)
         except OSError:  # already ended
             pass
 
@@ -236,11 +301,11 @@ def _serve(connection: Connection) -> None:
     status = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # SIGTERM keeps the job's handler: it raises Terminated
-        from pipeline.common.redact import redact_std_streams
+        from pipeline.common.redact import redact_std_streams, redact_text
 
         redact_std_streams()  # MLflow's warnings pass the secret redaction, as the job's own output does
         from pipeline.tracking.records import JobRecord, publish
-        from pipeline.tracking.store import Store, StoreUnavailable
+        from pipeline.tracking.store import Store, StoreUnavailable, not_answering
 
         with contextlib.suppress(ImportError):  # what opening a SQLite store imports: paid while the job composes
             import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
@@ -250,11 +315,14 @@ def _serve(connection: Connection) -> None:
 
         store: Store | None = None
         stores: dict[str, Store] = {}
+        told: set[str] = set()  # stores said not to answer (until they answer again)
         while True:
             try:
                 request = connection.recv()
             except EOFError:
                 break
+            uri = store.uri if request[0] == "publish" and store is not None else request[1]
+            of_a_sweep = request[0] in ("call", "run")  # the driver's calls; a job's record says below
             try:
                 if request[0] == "open":
                     store = stores[request[1]] = Store.open(request[1], request[2])
@@ -268,6 +336,7 @@ def _serve(connection: Connection) -> None:
                     record = JobRecord.load(folder)
                     if record is None:
                         raise FileNotFoundError(f"no record in {folder}")
+                    of_a_sweep = record.parent_run_id is not None
                     published = publish(store.client, record, folder)
                     answer = ("published", published.run_id, published.reused)
                 else:
@@ -278,6 +347,14 @@ def _serve(connection: Connection) -> None:
                 answer = ("unavailable", str(exc))
             except Exception:  # a bug: the job logs by itself (and would show the same failure)
                 answer = ("crashed", traceback.format_exc())
+            reason = not_answering(uri) if isinstance(uri, str) else None
+            if reason is None:
+                told.discard(str(uri))
+            elif uri not in told and of_a_sweep:  # a single run says it itself, waiting for this answer
+                told.add(uri)
+                print(f"{PROG}: the tracking store {redact_text(uri)} does not answer ({reason}): the sweep goes on, "
+                      f"each job saving its results in its folder, and ends with the command that logs them",
+                      file=sys.stderr, flush=True)
             connection.send_bytes(_pickled(answer))
     except BaseException:  # SIGTERM from the job (Terminated), a closed pipe
         status = 1
@@ -287,17 +364,29 @@ def _serve(connection: Connection) -> None:
 
 def _called(client: Any, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """A client call's answer: ``("returned", value)`` or ``("raised", exception)``."""
-    try:
-        return ("returned", getattr(client, method)(*args, **kwargs))
-    except Exception as exc:
-        return ("raised", exc)
+    return _ran(client, lambda c, *a: getattr(c, method)(*a, **kwargs), args)
 
 
 def _ran(client: Any, function: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``function(client, *args)``'s answer: ``("returned", value)`` or ``("raised", exception)``."""
+    """``function(client, *args)``'s answer: ``("returned", value)`` or ``("raised", exception)``: raised at once,
+    without a try, while the store still does not answer (:func:`pipeline.tracking.store.still_not_answering`)."""
+    from pipeline.tracking.store import (
+        NotAnswering,
+        did_not_answer,
+        still_not_answering,
+        stopped_answering,
+        store_error,
+    )
+
+    uri = str(client.tracking_uri)
+    reason = still_not_answering(uri)
+    if reason is not None:
+        return ("raised", NotAnswering(reason))
     try:
         return ("returned", function(client, *args))
     except Exception as exc:
+        if did_not_answer(exc):
+            stopped_answering(uri, store_error(exc))
         return ("raised", exc)
 
 

@@ -12,10 +12,19 @@ os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # its ba
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # it prints URIs with credentials
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # store creation and migrations are chatty at INFO
 
+# How long a request to a tracking server that does not answer is tried. MLflow's own budget (7 retries backing off
+# from 4 s to 120 s, a 120 s timeout each) kept a sweep silent for about 4 minutes a request; rankscope saves every
+# result before logging it, so it gives up sooner and says so: 2 retries, 0 s then 2-3 s apart (urllib3's backoff,
+# factor 1), each try at most 8 s without a byte. A refused connection fails in about 3 s, a server that hangs in
+# under 30 s. A user's own settings of these variables win.
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "8")
+
 from mlflow import MlflowClient
 from mlflow.artifacts import download_artifacts
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, Run, RunStatus, RunTag
-from mlflow.exceptions import MlflowException
+from mlflow.exceptions import MlflowException, RestException
 from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
 from mlflow.utils.mlflow_tags import (
     MLFLOW_LOGGED_ARTIFACTS,
@@ -27,8 +36,8 @@ from mlflow.utils.uri import add_databricks_profile_info_to_artifact_uri
 
 __all__ = [
     "MLFLOW_LOGGED_ARTIFACTS", "MLFLOW_PARENT_RUN_ID", "MLFLOW_SOURCE_NAME", "MLFLOW_SOURCE_TYPE", "Dataset",
-    "DatasetInput", "InputTag", "Metric", "MlflowClient", "MlflowException", "Param", "Run", "RunStatus", "RunTag",
-    "download_artifacts", "run_artifacts",
+    "DatasetInput", "InputTag", "Metric", "MlflowClient", "MlflowException", "Param", "RestException", "Run",
+    "RunStatus", "RunTag", "download_artifacts", "run_artifacts",
 ]
 
 

@@ -27,7 +27,9 @@ from pipeline.tracking.store import (
     STORE_ERRORS,
     Store,
     StoreUnavailable,
+    check_reachable,
     client_for,
+    stopped_answering,
     store_error,
     tracking_uri,
 )
@@ -58,6 +60,7 @@ class Destination:
                 return cls(uri, None, sweep.experiment_id, sweep.parent_run_id, remote=remote)
             return cls(uri, client_for(uri), sweep.experiment_id, sweep.parent_run_id)
         if remote is not None and remote.usable():
+            check_reachable(uri)  # here, at once: the store process answers once its imports are done
             try:
                 return cls(uri, None, remote.open(uri, experiment), remote=remote)
             except background.Gone:
@@ -139,6 +142,7 @@ class Destination:
                 return
             try:
                 if answer[0] == "unavailable":
+                    stopped_answering(self.uri, str(answer[1]))  # this process's own requests fail at once too
                     raise StoreUnavailable(str(answer[1]))
                 self.remote = None  # the process failed or is gone: log from here
                 publish(self._client(), record, folder)

@@ -30,9 +30,10 @@ from pipeline.tracking.search import search_runs
 
 
 def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str,
-               known: Mapping[str, pd.DataFrame] | None = None) -> list[SystemRun]:
-    """The parent's children in job order, with their per-question tables (finished runs only). ``known``: tables
-    already read from the files these runs were logged from, by run id (:func:`logged_tables`)."""
+               known: Mapping[str, pd.DataFrame] | None = None, tables: bool = True) -> list[SystemRun]:
+    """The parent's children in job order, with their per-question tables (finished runs only; none without
+    ``tables``). ``known``: tables already read from the files these runs were logged from, by run id
+    (:func:`logged_tables`)."""
     systems, roots = [], {}
     for run in search_runs(client, [experiment_id], f"tags.`{MLFLOW_PARENT_RUN_ID}` = '{parent_run_id}'"):
         tags = run.data.tags
@@ -48,7 +49,7 @@ def child_runs(client: MlflowClient, experiment_id: str, parent_run_id: str,
     for system in done:
         if known and system.run_id in known:
             system.per_question = known[system.run_id]
-    unread = [s for s in done if s.per_question is None]
+    unread = [s for s in done if s.per_question is None] if tables else []
     with tempfile.TemporaryDirectory() as tmp:
         for system in progress.iterate(unread, len(unread), "reading runs", "run"):
             try:

@@ -16,7 +16,7 @@ import posixpath
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,16 @@ from pipeline.tracking.client import MLFLOW_LOGGED_ARTIFACTS, MLFLOW_PARENT_RUN_
 from pipeline.tracking.identity import Identity
 from pipeline.tracking.runs import Tracker, redacted_frame
 from pipeline.tracking.search import search_runs
-from pipeline.tracking.store import StoreUnavailable, store_error
+from pipeline.tracking.store import (
+    StoreUnavailable,
+    answers,
+    did_not_answer,
+    last_tries,
+    still_not_answering,
+    stopped_answering,
+    store_error,
+    writes_here,
+)
 
 FORMAT = 1
 
@@ -159,13 +168,21 @@ class Published:
 
 
 def publish(client: MlflowClient, record: JobRecord, folder: Path) -> Published:
-    """Log the record as one MLflow run, once; mark it logged in ``folder``. Raises :class:`StoreUnavailable`."""
+    """Log the record as one MLflow run, once; mark it logged in ``folder``. Raises :class:`StoreUnavailable`: at
+    once while a store that did not answer this process still does not (:func:`still_not_answering`)."""
+    uri = str(client.tracking_uri)
+    reason = still_not_answering(uri)
+    if reason is not None:
+        raise StoreUnavailable(reason)
     try:
         published = _publish(client, record, folder)
     except StoreUnavailable:
         raise
     except Exception as exc:  # unreachable server, locked database, refused request: the record stays pending
-        raise StoreUnavailable(store_error(exc)) from None
+        reason = store_error(exc)
+        if did_not_answer(exc):
+            stopped_answering(uri, reason)
+        raise StoreUnavailable(reason) from None
     record.run_id = published.run_id
     record.save(folder)
     return published
@@ -198,7 +215,9 @@ def _log(client: MlflowClient, record: JobRecord, folder: Path) -> str:
         tags[MLFLOW_LOGGED_ARTIFACTS] = json.dumps([{"path": record.table, "type": "table"}])
     tracker: Tracker | None = None
     try:  # each of the Tracker's writes is whole (runs.whole): a Ctrl-C waits for it, then stops the rest
-        with deferred():  # ... and for the run's id to be kept here, so that the run can be closed
+        # ... and for the run's id to be kept here, so that the run can be closed (a server's run, created as the
+        # stop came, is closed by the next sync or resume: it carries the record's id)
+        with deferred() if writes_here(client) else nullcontext():
             tracker = Tracker.start(client, record.experiment_id, record.run_name, tags, record.parent_run_id,
                                     start_time=record.started_ms or None)
         if record.params or record.metrics:
@@ -212,9 +231,12 @@ def _log(client: MlflowClient, record: JobRecord, folder: Path) -> str:
     except BaseException as exc:  # interrupted or refused half-way: the half-logged run is closed, never RUNNING;
         if tracker is None:
             raise
-        with suppress(Exception):  # the record stays pending, and logging it again supersedes this run
-            tracker.finish(error=f"logging was interrupted ({type(exc).__name__}): the record in {folder} is "
-                                 f"logged again by the next sync or resume")
+        if isinstance(exc, KeyboardInterrupt):  # stopped: one try, not MLflow's retries
+            last_tries()
+        if not did_not_answer(exc) or answers(str(client.tracking_uri)):  # (a store that is gone: sync closes it)
+            with suppress(Exception):  # the record stays pending, and logging it again supersedes this run
+                tracker.finish(error=f"logging was interrupted ({type(exc).__name__}): the record in {folder} is "
+                                     f"logged again by the next sync or resume")
         raise
     # stopped after this, the run is whole and FINISHED: a resume finds it by its record id
     tracker.finish(error=record.error, end_time=record.ended_ms or None)

@@ -7,6 +7,7 @@ children in joblib worker processes, linked by the ``mlflow.parentRunId`` tag.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import posixpath
@@ -38,6 +39,7 @@ from pipeline.tracking.client import (
     run_artifacts,
 )
 from pipeline.tracking.provenance import provenance_tags
+from pipeline.tracking.store import writes_here
 
 PARAM_LIMIT = 6000  # MLflow's longest param value
 BATCH_PARAMS, BATCH_ENTITIES = 100, 1000  # what one log_batch takes: params, and metrics + params + tags
@@ -70,11 +72,14 @@ W = TypeVar("W", bound=Callable[..., Any])
 def whole(write: W) -> W:
     """A store write that a Ctrl-C or SIGTERM does not cut: the signal acts once it is over (milliseconds; see
     :func:`pipeline.common.interrupts.deferred`). Cut inside SQLite's transaction, it would leave the store locked
-    by this very process, which could then close none of its runs."""
+    by this very process, which could then close none of its runs. A write to a tracking server (or through the
+    store process) is the server's transaction: a stop acts at once, even while MLflow retries a server that does
+    not answer."""
 
     @functools.wraps(write)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        with deferred():
+        client = args[0].client if isinstance(args[0], Tracker) else args[1]  # a run's, or a class method's
+        with deferred() if writes_here(client) else contextlib.nullcontext():
             return write(*args, **kwargs)
 
     return wrapped  # type: ignore[return-value]

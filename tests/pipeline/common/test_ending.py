@@ -112,3 +112,97 @@ def test_a_log_handler_a_stop_cut_short_leaves_the_exit_quiet(cut):
                           timeout=60)
     assert done.returncode == 0 and done.stdout == "ended", done.stderr
     assert done.stderr == ""
+
+
+ENDING_STOPPED = textwrap.dedent("""
+    import atexit, os, signal, sys, threading, time
+    from pipeline.common import ending, interrupts
+
+    interrupts.install()
+    stop = getattr(signal, sys.argv[1])
+
+    def main():
+        if sys.argv[2] == "thread":  # a non-daemon thread still working when main returns (an artifact upload)
+            threading.Thread(target=time.sleep, args=(3,)).start()
+        else:  # an exit handler still working (the store process's last answers)
+            atexit.register(time.sleep, 3)
+        timer = threading.Timer(0.5, os.kill, (os.getpid(), stop))  # once main has returned, while the end waits
+        timer.daemon = True
+        timer.start()
+        return 0
+
+    ending.run(main, "cmd", lambda: "what was saved")
+""")
+
+
+@pytest.mark.parametrize("waiting", ["thread", "exit handler"])
+@pytest.mark.parametrize(("name", "word", "status"), [("SIGINT", "Ctrl-C", 130), ("SIGTERM", "SIGTERM", 143)])
+def test_a_stop_that_comes_while_the_command_ends_is_obeyed_with_its_line_and_status(name, word, status, waiting):
+    """Left to Python, a Ctrl-C in the command's last moments killed it with the signal (status -2, the interruption
+    stress saw it once) or, swallowed by an exit handler, let it end 0."""
+    done = subprocess.run([sys.executable, "-c", ENDING_STOPPED, name, waiting], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == status, done.stderr
+    assert done.stderr.strip() == f"cmd: stopped by {word}: what was saved"
+
+
+AFTER_THE_STOP = textwrap.dedent("""
+    import atexit, os, signal, time
+    from pipeline.common import ending, interrupts
+
+    interrupts.install()
+
+    def close_runs():  # an exit handler meeting an error of its own (an artifact it cannot read), and going on
+        try:
+            {}["missing"]
+        except KeyError as exc:
+            interrupts.stop_if_interrupted(exc)  # the stop is over: this error is not it
+            print("runs closed", flush=True)
+
+    def main():
+        atexit.register(close_runs)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(10)
+
+    ending.run(main, "cmd", "what was saved")
+""")
+
+
+def test_an_exit_handler_after_a_stop_meets_its_own_errors_not_the_stop_again():
+    """A sweep's exit handler closes its runs FAILED; an error it handled there was taken for the stop (raised while
+    it unwound), which cut the handler short and left the sweep's parent run RUNNING."""
+    done = subprocess.run([sys.executable, "-c", AFTER_THE_STOP], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr
+    assert done.stdout.strip() == "runs closed"
+    assert done.stderr.strip() == "cmd: stopped by Ctrl-C: what was saved"
+
+
+TURNED_INTO_AN_ERROR = textwrap.dedent("""
+    import os, signal, sys, time
+    from pipeline.common import ending, interrupts
+
+    interrupts.install()
+
+    def main():
+        stopped = False
+        try:  # a C extension's import, stopped half-way, reports an ImportError of its own and drops the stop
+            os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+            time.sleep(10)
+        except KeyboardInterrupt:
+            stopped = True
+        if stopped:  # raised outside the handler: nothing links it to the stop
+            raise ImportError("cannot import name 'multiarray' from partially initialized module 'numpy._core'")
+        return 0
+
+    ending.run(main, "cmd", "what was saved")
+""")
+
+
+@pytest.mark.parametrize(("name", "word", "status"), [("SIGINT", "Ctrl-C", 130), ("SIGTERM", "SIGTERM", 143)])
+def test_a_stop_a_library_turned_into_its_own_error_is_still_the_stop(name, word, status):
+    """A Ctrl-C landing in numpy's import under load ended a command with an ImportError's traceback and status 1
+    (tests/pipeline/test_stopped_commands.py, now and then): the error did not carry the stop."""
+    done = subprocess.run([sys.executable, "-c", TURNED_INTO_AN_ERROR, name], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == status, done.stderr
+    assert done.stderr.strip() == f"cmd: stopped by {word}: what was saved"

@@ -3,10 +3,14 @@ job logs by itself when that process is gone. A sweep's driver makes its store c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
+import textwrap
+import threading
 import time
 
 import pandas as pd
@@ -274,3 +278,71 @@ def test_ctrl_c_from_the_terminal_while_a_single_run_logs_leaves_nothing_running
         assert "log them with: " in err and "pipeline.sync" in err
     else:
         assert client.get_run(record.run_id).info.status == "FINISHED" and "was logged" in err
+
+
+def test_a_store_nobody_listens_on_is_refused_without_waiting_for_the_store_process(tmp_path, store_process):
+    """The store process answers once it has imported MLflow's store (seconds on a busy machine): a closed port is
+    said before, by this process (here the store process is kept from answering at all)."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+    refused: list[BaseException] = []
+
+    def open_store() -> None:
+        try:
+            Destination.open(f"http://127.0.0.1:{port}", tmp_path, "rankscope")
+        except BaseException as exc:
+            refused.append(exc)
+
+    os.kill(store_process.pid, signal.SIGSTOP)
+    try:
+        opening = threading.Thread(target=open_store, daemon=True)
+        opening.start()
+        opening.join(timeout=60)
+        assert not opening.is_alive(), "waited for the store process"
+    finally:
+        os.kill(store_process.pid, signal.SIGCONT)
+    (error,) = refused
+    assert isinstance(error, InputError)
+    assert str(error) == f"cannot open the MLflow tracking store http://127.0.0.1:{port}: Connection refused"
+
+
+STOPPED_WHILE_THE_COPY_WORKS = textwrap.dedent("""
+    import os, signal, sys, threading, time
+    from pipeline.common import interrupts
+    from pipeline.tracking import background
+    from pipeline.tracking.store import Store
+
+    interrupts.install()
+    process = background.start()
+    store = Store.open(sys.argv[1], "rankscope")
+    print("opened", flush=True)
+    os.kill(process.pid, signal.SIGSTOP)  # a store process that does not answer (waiting out MLflow's retries)
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), getattr(signal, sys.argv[2])))
+    timer.daemon = True
+    timer.start()
+    try:
+        store.client.search_experiments()  # made by the store process: no answer comes
+    except KeyboardInterrupt as stop:
+        print("stopped", type(stop).__name__, flush=True)
+    print("store process ended:", background.current().connection is None, flush=True)
+    try:
+        os.kill(process.pid, signal.SIGCONT)
+    except ProcessLookupError:
+        print("and reaped", flush=True)
+""")
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_stop_while_the_store_process_does_not_answer_acts_at_once_and_ends_it(tmp_path, name):
+    """Before, the stop waited for the call's answer: the length of MLflow's retries, minutes per request."""
+    process = subprocess.Popen([sys.executable, "-c", STOPPED_WHILE_THE_COPY_WORKS,
+                                f"sqlite:///{tmp_path / 'mlflow.db'}", name], cwd=tmp_path, env=cli_env(tmp_path),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # a store process left stopped, were the test to fail
+    assert process.returncode == 0, err[-3000:]
+    stop = "Terminated" if name == "SIGTERM" else "KeyboardInterrupt"
+    assert out.split("\n")[:4] == ["opened", f"stopped {stop}", "store process ended: True", "and reaped"], out

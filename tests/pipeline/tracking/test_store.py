@@ -7,20 +7,25 @@ break it (``duplicate column``, ``table ... already exists``, ``Online migration
 from __future__ import annotations
 
 import contextlib
+import http.server
 import logging
 import socket
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
 
 from metrics.errors import InputError
 from pipeline.common.names import CREATING_SUFFIX, DB_NAME
-from pipeline.tracking.store import Store, unreachable
+from pipeline.tracking import store
+from pipeline.tracking.store import Store, still_not_answering, stopped_answering, store_error, unreachable
 from tests.pipeline.helpers import cli_env
 
 OPEN = textwrap.dedent("""
@@ -150,3 +155,107 @@ def test_a_listening_server_or_a_proxy_is_left_to_mlflow(monkeypatch):
     assert unreachable(f"sqlite:///{port}.db") is None
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")  # MLflow's requests go to the proxy
     assert unreachable(f"http://127.0.0.1:{port}") is None
+
+
+def closed_port() -> int:
+    """A port nothing listens on (taken, then released)."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        return server.getsockname()[1]
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgresql+psycopg"])
+def test_a_database_nobody_listens_on_is_refused_at_once_in_one_line(scheme, caplog):
+    """MLflow's engine would try ten times over 101 s, with a warning of five lines each time."""
+    caplog.set_level(logging.WARNING)
+    uri = f"{scheme}://alice:s3cret@127.0.0.1:{closed_port()}/mlflow"
+    with pytest.raises(InputError) as refused:
+        Store.open(uri)
+    assert str(refused.value) == (f"cannot open the MLflow tracking store {uri.replace('s3cret', '***')}: "
+                                  f"Connection refused")
+    assert not caplog.records
+
+
+def test_a_database_port_where_something_else_answers_is_one_line_from_the_driver(caplog):
+    """Something listens, but no database: one connection attempt, and the driver's own reason in one line."""
+    caplog.set_level(logging.WARNING)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+
+        def hang_up() -> None:
+            with contextlib.suppress(OSError):
+                while True:
+                    connection, _ = server.accept()
+                    connection.close()
+
+        threading.Thread(target=hang_up, daemon=True).start()
+        with pytest.raises(InputError) as refused:
+            Store.open(f"postgresql://alice:s3cret@127.0.0.1:{port}/mlflow")
+    message = str(refused.value)
+    assert message.startswith(f"cannot open the MLflow tracking store postgresql://alice:***@127.0.0.1:{port}/mlflow: ")
+    assert "\n" not in message and "s3cret" not in message
+    assert not caplog.records  # not MLflow's ten attempts
+
+
+def test_mlflows_retry_budget_is_rankscopes_unless_the_user_set_one():
+    """MLflow's default (7 retries backing off up to 120 s, 120 s timeouts) kept a sweep silent for minutes."""
+    code = ("import pipeline.tracking.client\n"
+            "from mlflow.environment_variables import MLFLOW_HTTP_REQUEST_MAX_RETRIES as r, "
+            "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR as f, MLFLOW_HTTP_REQUEST_TIMEOUT as t\n"
+            "print(r.get(), f.get(), t.get())\n")
+    ours = subprocess.run([sys.executable, "-c", code], env=cli_env(Path(".")), capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert ours.stdout.split() == ["2", "1", "8"]
+    theirs = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+                            env={**cli_env(Path(".")), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "7"})
+    assert theirs.stdout.split() == ["7", "1", "8"]
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # the name http.server calls
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"OK")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_store_that_stopped_answering_fails_at_once_until_it_answers_again(monkeypatch):
+    port = closed_port()
+    uri = f"http://alice:s3cret@127.0.0.1:{port}"
+    assert still_not_answering(uri) is None  # never failed: the request is made
+    assert stopped_answering(uri, "Connection refused") is True
+    assert stopped_answering(uri, "Connection refused") is False  # not news
+    monkeypatch.setattr(store, "RECHECK_S", 0.0)  # checked at every request
+    assert still_not_answering(uri) == "Connection refused"  # still closed: the request need not be made
+    server = http.server.HTTPServer(("127.0.0.1", port), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setattr(store, "RECHECK_S", 3600.0)
+        stopped_answering(uri, "Connection refused")
+        assert still_not_answering(uri) == "Connection refused"  # checked a moment ago: not again yet
+        monkeypatch.setattr(store, "RECHECK_S", 0.0)
+        assert still_not_answering(uri) is None  # it answers again (its /health, without the credentials)
+        assert still_not_answering(uri) is None
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_database_store_error_never_makes_the_next_requests_fail_at_once(tmp_path):
+    """A locked SQLite file (parallel jobs) says nothing of the next request: only a tracking server is checked."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert stopped_answering(uri, "database is locked") is False
+    assert still_not_answering(uri) is None
+
+
+def test_why_a_store_did_not_answer_is_said_in_a_few_words():
+    refused = MlflowException("API request to http://127.0.0.1:9/api/2.0/mlflow/runs/search failed with exception "
+                              "HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded with url: /api/2.0/"
+                              "mlflow/runs/search (Caused by NewConnectionError(\"HTTPConnection(host='127.0.0.1', "
+                              "port=9): Failed to establish a new connection: [Errno 111] Connection refused\"))")
+    hung = MlflowException("API request to http://127.0.0.1:9/api/2.0/mlflow/runs/search failed with exception "
+                           "HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded with url: /api/2.0/"
+                           "mlflow/runs/search (Caused by ReadTimeoutError(\"HTTPConnectionPool(host='127.0.0.1', "
+                           "port=9): Read timed out. (read timeout=8)\"))")
+    assert (store_error(refused), store_error(hung)) == ("Connection refused", "Read timed out")
