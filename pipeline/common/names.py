@@ -27,6 +27,7 @@ TAG_IRDS_ID = "rankscope.ir_datasets_id"  # the ir_datasets id, when the corpus 
 DATASET_CONTEXT = "mlflow.data.context"  # MLflow's own input tag: what the dataset was used for
 TAG_JUDGMENTS = "rankscope.judgments"  # the judgments file the job read: which split it was scored on
 TAG_NOTES = "rankscope.notes"  # what the job went on with (dropped judgments, empty texts ...): one line per kind
+TAG_RANKINGS_FROM = "rankscope.rankings_from"  # where a run's rankings came from, when not computed (MLflow traces)
 TAG_CONFIG_DIGEST = "rankscope.config_digest"
 TAG_CODE_VERSION = "rankscope.code_version"
 TAG_VERSION = "rankscope.version"
@@ -58,6 +59,7 @@ RUN_FILE = "run.trec"
 MEANS_FILE = "metrics.csv"
 DIAGNOSIS_FILE = "diagnosis.txt"
 NOTES_FILE = "notes.txt"  # TAG_NOTES's lines, in full; written only when the job has notes
+TRACES_FILE = "traces.csv"  # retriever=traces: every trace read, what became of it, the question it answered
 PLOTS_DIR = "plots"
 RECORD_FILE = "record.json"  # what the job's MLflow run will hold, written before anything is logged
 

@@ -57,6 +57,8 @@ class JobResult:
     seconds: dict[str, float] = field(default_factory=dict)
     extra_metrics: dict[str, float] = field(default_factory=dict)  # cache/* reuse counts; later stages add theirs
     notes: list[str] = field(default_factory=list)  # what loading and ranking dropped or corrected: see note_lines()
+    rankings_from: str | None = None  # where the rankings came from, when the retriever read them (Retriever.source)
+    kept: dict[str, bytes] = field(default_factory=dict)  # files the retriever keeps beside the run (Retriever.files)
 
     @classmethod
     def of(cls, system: str, collection: Collection, retriever: Retriever, run: Run, evaluation: Evaluation,
@@ -65,7 +67,7 @@ class JobResult:
         """A job's result, its per-question table and its notes (what loading and ranking dropped) included."""
         return cls(system, collection, retriever, run, evaluation, plan, intervals,
                    per_question_table(collection, run, evaluation), seconds, extra,
-                   [*collection.notes, *retriever.notes()])
+                   [*collection.notes, *retriever.notes()], retriever.source(), retriever.files())
 
     def metrics(self) -> dict[str, float]:
         """The run's MLflow metrics: each mean and its bounds, question counts, stage timings, extra metrics."""
@@ -159,14 +161,17 @@ def per_question_table(collection: Collection, run: Run, evaluation: Evaluation)
 
 
 def write_results(result: JobResult, out_dir: Path) -> list[Path]:
-    """The job's files: resolved config (secrets masked), per-question CSV, TREC run, metric means; and the notes,
-    one line per kind, when there are any. Only the notes are written here: the caller hands the others to another
-    process (:func:`files_beside`)."""
+    """The job's files: resolved config (secrets masked), per-question CSV, TREC run, metric means; the notes, one
+    line per kind, when there are any; the files the retriever keeps (``traces.csv``). Only the notes and the
+    retriever's files are written here: the caller hands the others to another process (:func:`files_beside`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / CONFIG_FILE, out_dir / PER_QUESTION_FILE, out_dir / RUN_FILE, out_dir / MEANS_FILE]
     if notes := result.note_lines():
         files.append(out_dir / NOTES_FILE)
         files[-1].write_text("".join(f"{note}\n" for note in notes), encoding="utf-8")
+    for name, content in result.kept.items():
+        files.append(out_dir / name)
+        files[-1].write_bytes(content)
     return files
 
 

@@ -49,6 +49,7 @@ from pipeline.common.names import (
     TAG_OVERRIDES,
     TAG_QRELS_DIGEST,
     TAG_QUESTIONS_DIGEST,
+    TAG_RANKINGS_FROM,
     TAG_SYSTEM,
 )
 from pipeline.common.progress import IN_PROCESS_LAUNCHERS
@@ -252,13 +253,17 @@ class Job:
                           TAG_JUDGMENTS: c.judgments or f"{c.name}/{c.split}", **identity})
         if notes := result.note_lines():
             self.tags[TAG_NOTES] = "\n".join(notes)[:MAX_TAG]
+        if result.rankings_from:
+            self.tags[TAG_RANKINGS_FROM] = result.rankings_from[:MAX_TAG]
         dataset = self.destination.dataset(c.doc_ids, c.doc_texts, c.dataset_name, c.digest, c.source or c.name,
                                            tags=identity, metadata=c.doc_metadata,
                                            source_type=IRDS_ROUTE if c.origin.get("route") == IRDS_ROUTE else None)
         name = run_name(self.system, c.label)
+        store, traced = result.retriever.traces()  # read from MLflow traces of this store: linked to the run
         record = self.destination.record(name, self.tags, self.started_ms, params=plan.params(self.ctx.choices),
                                          metrics=result.metrics(), dataset=dataset, table=PER_QUESTION_TABLE,
-                                         table_dtypes=dtypes)
+                                         table_dtypes=dtypes, trace_links=traced if store == self.destination.uri
+                                         else [])
 
         def complete() -> JobRecord:
             record.files = [str(p.relative_to(out)) for p in files + plots()]  # every file exists before the

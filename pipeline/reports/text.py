@@ -20,6 +20,7 @@ class Measured(Protocol):
     evaluation: Any
     plan: Any
     intervals: dict[str, Interval]
+    rankings_from: str | None
 
     def note_lines(self) -> list[str]: ...
 
@@ -31,7 +32,8 @@ def job_text(result: Measured) -> str:
     level = int(result.plan.settings.level)
     head = (f"{result.system} on {c.name} ({c.split}): {len(e.per_question)} questions evaluated, "
             f"{len(e.without_judgments)} without a judgment >= {level}, {len(c.doc_ids)} documents")
-    head = "\n".join([head, *(f"note: {note}" for note in result.note_lines())])
+    source = [f"{result.rankings_from}"] if getattr(result, "rankings_from", None) else []
+    head = "\n".join([head, *source, *(f"note: {note}" for note in result.note_lines())])
     confidence = f"{result.plan.confidence:.0%}"
     rows = [(name, f"{iv.mean:.3f}", f"[{iv.low:.3f}, {iv.high:.3f}]") for name, iv in result.intervals.items()]
     table = format_table([("metric", "mean", f"{confidence} interval"), *rows], align="lrl")
