@@ -49,6 +49,7 @@ BASELINE_TAG = ("baseline", "true")
 # what TAG_KIND says
 KIND_SWEEP, KIND_JOB, KIND_RUN, KIND_COMPARISON = "sweep", "job", "run", "comparison"
 KIND_TRIAL = "trial"
+KIND_QUESTIONS = "questions"  # a question set from traces (pipeline.questions), in the experiment "<name> questions"
 EVALUATED_KINDS = (KIND_JOB, KIND_RUN)  # runs that hold one system's evaluation
 
 # -- a job's folder (and its run's artifacts) -------------------------------------------------------------------
@@ -82,6 +83,12 @@ SCHEDULE_FILE = "scheduled.txt"
 TUNING_TEXT = "tuning.txt"
 TUNING_TABLE = "tuning.csv"
 OPTIMISATION_RESULTS = "optimization_results.yaml"  # hydra-optuna-sweeper writes it into the sweep folder
+
+# -- a question set's folder (python -m pipeline.questions from-traces) and its run's artifacts ------------------------
+QUESTIONS_FILE = "questions.jsonl"  # id, text (masked), stratum, how often asked, first and last asked
+JUDGMENTS_FILE = "judgments.csv"  # query_id, doc_id, grade, source, trace_id: the assessments found on the traces
+QUESTION_TRACES_FILE = "question_traces.csv"  # query_id, trace_id, time, duplicate (exact or near), span_id
+QUESTION_SET_FILE = "question_set.json"  # where the set came from: experiment, store, window, filter, sampling
 
 # -- a comparison's run ------------------------------------------------------------------------------------------
 COMPARISON_TABLE = "comparison.json"

@@ -1,10 +1,10 @@
 """One traced call read as a question and a ranking: pure rules over the plain records of
 :mod:`pipeline.tracking.traces` (no MLflow here).
 
-- **The question** is the root span's input: the input itself when it is a string, else the only string among the
-  inputs' values (``answer(question, k=5)``), else the last user message of ``messages``; ``question`` names a path
-  into the inputs instead (``query``, ``messages.-1.content``: keys, and list positions counted from 0, or from the
-  end when negative).
+- **The question** is the root span's input: the input itself when it is a string, else the last user message of
+  ``messages`` (a chat request), else the only string among the inputs' values (``answer(question, k=5)``);
+  ``question`` names a path into the inputs instead (``query``, ``messages.-1.content``: keys, and list positions
+  counted from 0, or from the end when negative).
 - **The ranking** is the outputs of one span: the ``RETRIEVER`` span, or the span named ``span``. A trace with
   several (a multi-hop application) gives the ranking of the first to start (the retrieval made with the user's
   question), or of the last with ``several: last``; such traces are counted.
@@ -35,6 +35,7 @@ SEVERAL = ("first", "last")
 DOCUMENT_ID = "id"  # in ``doc_id``: Document.id itself; any other name is a key of the document's metadata
 TAG_PATH = "tag:"  # a question id read from a trace tag (``question_id: tag:qid``)
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$")
+_PUNCTUATION = re.compile(r"[\W_]+")
 _UNITS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 
 # what a trace that gives no ranking is counted as (a job logs each count as system/notes_traces_<kind>)
@@ -78,8 +79,8 @@ def shown_time(ms: int | None) -> str:
 def question_key(text: str) -> str:
     """What two questions must share to be the same question: the text with personal data and secrets masked
     (:mod:`pipeline.common.privacy`, so a masked question set matches the traces it came from), Unicode-normalised
-    (NFKC), case-folded, its whitespace collapsed."""
-    return " ".join(unicodedata.normalize("NFKC", masked(text)).casefold().split())
+    (NFKC), case-folded, punctuation read as spacing and spacing collapsed (``How much?`` is ``how much``)."""
+    return " ".join(_PUNCTUATION.sub(" ", unicodedata.normalize("NFKC", masked(text)).casefold()).split())
 
 
 @dataclass(frozen=True)
@@ -151,20 +152,19 @@ def at_path(value: Any, path: str) -> Any:
 
 
 def default_question(inputs: Any) -> str | None:
-    """The input itself when a string; else the only string among the inputs' values; else the last user message."""
+    """The input itself when a string; else the last user message of ``messages``; else the only string among the
+    inputs' values."""
     if isinstance(inputs, str):
         return inputs
     if not isinstance(inputs, dict):
         return None
-    strings = [v for v in inputs.values() if isinstance(v, str)]
-    if len(strings) == 1:
-        return strings[0]
     messages = inputs.get("messages")
     if isinstance(messages, list):
         for message in reversed(messages):
             if isinstance(message, dict) and message.get("role") == "user" and isinstance(message.get("content"), str):
                 return message["content"]
-    return None
+    strings = [v for v in inputs.values() if isinstance(v, str)]
+    return strings[0] if len(strings) == 1 else None
 
 
 def question_of(call: TracedCall, path: str | None) -> str | Problem:

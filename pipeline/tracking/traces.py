@@ -236,7 +236,8 @@ def _assessment(found: Any) -> AssessmentRecord:
     kind = "feedback" if feedback is not None else "expectation"
     source = found.source
     failed = feedback is not None and getattr(feedback, "error", None) is not None
-    return AssessmentRecord(str(found.name), kind, found.value, found.span_id, dict(found.metadata or {}),
+    return AssessmentRecord(str(found.name), kind, found.value, found.span_id,
+                            {str(k): str(v) for k, v in (found.metadata or {}).items()},
                             str(getattr(source, "source_type", "") or ""), str(getattr(source, "source_id", "") or ""),
                             found.valid is not False, int(found.last_update_time_ms or found.create_time_ms or 0),
                             failed)
