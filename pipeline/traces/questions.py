@@ -272,7 +272,11 @@ class Judged:
 
     grades: dict[tuple[str, str], tuple[int, int, str, str]] = field(default_factory=dict)
     left_out: Counter = field(default_factory=Counter)
-    sources: Counter = field(default_factory=Counter)
+
+    @property
+    def sources(self) -> Counter:
+        """How many of the judgments kept came from each source type (HUMAN, LLM_JUDGE, CODE)."""
+        return Counter(source or "unknown" for _, _, source, _ in self.grades.values())
 
     def rows(self) -> list[tuple[str, str, int, str, str]]:
         """(question id, document id, grade, source type, trace id), sorted."""
@@ -322,7 +326,6 @@ def judgments(questions: Sequence[Question], names: Sequence[str] = JUDGMENT_NAM
                     key = (question.id, doc)
                     if key not in found.grades or found.grades[key][1] <= a.time_ms:
                         found.grades[key] = (grade, a.time_ms, a.source_type, asked.trace_id)
-                        found.sources[a.source_type or "unknown"] += 1
     return found
 
 
