@@ -17,11 +17,11 @@ pytest.importorskip("tantivy")
 APP = "tests.pipeline.traces.rag_app"
 
 
-def run_app(folder: Path, *args: str) -> None:
+def run_app(folder: Path, *args: str, timeout: float = 600) -> None:
     """``python -m tests.pipeline.traces.rag_app sqlite:///FOLDER/mlflow.db ARGS``: the application in its own
     process, as it runs in production."""
     done = subprocess.run([sys.executable, "-m", APP, f"sqlite:///{folder / 'mlflow.db'}", *args],
-                          cwd=folder, env=cli_env(folder), capture_output=True, text=True, timeout=600)
+                          cwd=folder, env=cli_env(folder), capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
 
 

@@ -100,6 +100,8 @@ def test_the_run_links_to_its_traces_the_filter_and_the_window(folder):
     both = [experiment.experiment_id, run.info.experiment_id]  # MLflow searches a run's traces in its experiments
     linked = client.search_traces(locations=both, run_id=run_id, max_results=100)
     assert sorted(t.info.trace_id for t in linked) == sorted(t.info.trace_id for t in v2)
+    # the application's experiment is only read: it keeps MLflow's GenAI mode (rankscope's own opens on its runs)
+    assert "mlflow.experimentKind" not in client.get_experiment_by_name("rag-app").tags
 
 
 def test_two_versions_told_apart_by_a_tag_are_compared_with_the_gate(folder, capsys):

@@ -22,7 +22,8 @@ pytestmark = pytest.mark.slow
 def scifact_traces(tmp_path_factory, empty_store, scifact_folder) -> Path:
     folder = tmp_path_factory.mktemp("scifact-traces")
     shutil.copy(empty_store, folder / "mlflow.db")
-    run_app(folder, "scifact-app:v1", "scifact-app:v2:nostem", "--corpus", str(scifact_folder))
+    # 600 traces, each a few store transactions: a minute or two on a quiet machine, far more on a loaded one
+    run_app(folder, "scifact-app:v1", "scifact-app:v2:nostem", "--corpus", str(scifact_folder), timeout=3600)
     return folder
 
 
