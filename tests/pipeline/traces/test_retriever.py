@@ -104,6 +104,25 @@ def test_the_run_links_to_its_traces_the_filter_and_the_window(folder):
     assert "mlflow.experimentKind" not in client.get_experiment_by_name("rag-app").tags
 
 
+def test_a_seeded_sample_of_the_matching_traces_is_read_and_said(folder):
+    """``sample`` draws from the traces the window, name and tags select; the same seed draws the same traces."""
+    overrides = ("+retriever.tags.app_version=v1", "retriever.trace_name=answer", "retriever.sample=5",
+                 "retriever.seed=3")
+    found, again = (job(folder, traces(folder, "rag-app", *overrides)) for _ in range(2))
+    said = found["run"].data.tags[TAG_RANKINGS_FROM]
+    assert said.startswith("rankings from 5 MLflow trace(s) of 5 read (a sample of 5 of 14, seed 3): experiment "
+                           "'rag-app' of sqlite:///"), said
+    assert "named 'answer', tagged app_version=v1" in said
+    listed = list(csv.DictReader(io.StringIO((found["out"] / TRACES_FILE).read_text(encoding="utf-8"))))
+    client = store(folder)
+    v1 = client.search_traces(locations=[client.get_experiment_by_name("rag-app").experiment_id],
+                              filter_string="tag.app_version = 'v1'", max_results=100)
+    assert len(listed) == 5 and {row["trace_id"] for row in listed} <= {t.info.trace_id for t in v1}
+    assert found["ranking"] == again["ranking"]
+    assert found["metrics"]["system/questions_evaluated"] == 14  # the 9 questions no sampled trace answered score 0
+    assert found["metrics"]["system/questions_no_results"] == 9
+
+
 def test_two_versions_told_apart_by_a_tag_are_compared_with_the_gate(folder, capsys):
     v1 = traces(folder, "rag-app", "+retriever.tags.app_version=v1")
     v2 = traces(folder, "rag-app", "+retriever.tags.app_version=v2")
@@ -169,6 +188,9 @@ def test_failed_traces_are_counted_not_hidden(folder):
     (["retriever.experiment=rag-app", "retriever.since=2099-01-01"],
      "no trace matches: experiment 'rag-app' of sqlite:///{db}, from 2099-01-01 00:00:00 UTC to now (retriever.since, "
      "until, trace_name, tags, filter): nothing to rank"),
+    (["retriever.experiment=rag-app", "retriever.trace_name=chat"],
+     "no trace matches: experiment 'rag-app' of sqlite:///{db}, named 'chat' (retriever.since, until, trace_name, "
+     "tags, filter): nothing to rank"),
     (["retriever.experiment=rag-app", "retriever.since=2026-12-04", "retriever.until=2026-12-01"],
      "retriever.since=2026-12-04 is not before retriever.until=2026-12-01: the window is empty"),
     (["retriever.experiment=rag-bad-no-span"],
