@@ -1,14 +1,14 @@
 """``python -m bench.traces``: what reading a traced application's traces into a run costs, against reading the same
-traces with ``mlflow.search_traces`` alone (issue 37's target: at most 1.5x).
+traces with ``mlflow.search_traces`` alone (the target: at most 1.5x).
 
 A synthetic traced RAG application (MLflow Tracing, as ``tests/pipeline/traces/rag_app.py`` is, without tantivy:
 every trace a root span, a ``RETRIEVER`` span returning ``--k`` Documents of about 600 characters with ``doc_uri`` and
 ``score`` in their metadata, and an ``LLM`` span) answers :data:`TRACED` questions into a SQLite store through MLflow
-Tracing. Writing 10,000 that way costs a few store transactions per trace (on a loaded 2-core machine, 43 traces in 8
-minutes), so the rest, up to ``--traces``, are copies of those traces with new ids and their own question, written
-through the call MLflow Tracing's exporter itself makes (``log_spans``), :data:`PER_CALL` traces a call: the same rows
-in the same tables. Once per work folder (``--fresh`` writes them again). Then, in one process, taking turns
-``--rounds`` times after one warm-up each:
+Tracing. Writing 10,000 that way costs a few store transactions per trace (on the loaded shared 2-core machine,
+100 traces took 159 s), so the rest, up to ``--traces``, are copies of those traces with new ids and their own
+question, written through the call MLflow Tracing's exporter itself makes (``log_spans``), :data:`PER_CALL` traces a
+call: the same rows in the same tables. Once per work folder (``--fresh`` writes them again). Then, in one process,
+taking turns ``--rounds`` times after one warm-up each:
 
 - **search_traces**: ``mlflow.search_traces(locations=[experiment], return_type="list")``, MLflow's own reading of
   the same traces, spans and assessments included (and its default pandas frame, reported beside);
