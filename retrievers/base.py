@@ -100,6 +100,21 @@ class Retriever(ABC):
         """What the retriever dropped or corrected in what it was given (unknown document ids ...), one line each."""
         return []
 
+    def source(self) -> str | None:
+        """Where the rankings came from when the retriever did not compute them (MLflow traces ...): one line the job
+        prints and tags its run with; None for a retriever that ranks by itself."""
+        return None
+
+    def traces(self) -> tuple[str | None, list[str]]:
+        """The MLflow traces the rankings were read from: their store's URI and their ids (linked to the run when it
+        is logged to that store); ``(None, [])`` for a retriever that ranks by itself."""
+        return None, []
+
+    def files(self) -> dict[str, bytes]:
+        """Files to keep beside the run, name -> content (what the rankings were read from, to trace a result back
+        to it): written into the job's folder and logged with the run. Asked after ranking."""
+        return {}
+
 
 class ScoringRetriever(Retriever):
     """A retriever that can score every document for a question: the form fusions combine.

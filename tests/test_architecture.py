@@ -27,5 +27,6 @@ def test_every_package_says_what_it_does_and_what_it_may_import(package):
 
 def test_the_top_level_holds_only_commands_and_packages():
     modules = sorted(p.stem for p in (REPO / "pipeline").glob("*.py"))
-    assert modules == ["__init__", "__main__", "app", "compare", "gate", "judge", "scheduled", "server", "sync",
+    assert modules == ["__init__", "__main__", "app", "compare", "gate", "judge", "questions", "scheduled", "server",
+                       "sync",
                        "ui"]

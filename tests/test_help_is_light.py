@@ -10,7 +10,7 @@ import pytest
 
 HEAVY = ("mlflow", "hydra", "pandas", "numpy", "scipy", "matplotlib", "sqlalchemy", "sklearn")
 COMMANDS = ["metrics", "pipeline", "pipeline.compare", "pipeline.gate", "pipeline.sync", "pipeline.scheduled",
-            "pipeline.server", "pipeline.ui"]
+            "pipeline.server", "pipeline.ui", "pipeline.questions"]
 
 
 def imported_packages(command: str, *args: str, statuses: tuple[int, ...] = (0, 2)) -> set[str]:

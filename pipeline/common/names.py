@@ -28,6 +28,7 @@ DATASET_CONTEXT = "mlflow.data.context"  # MLflow's own input tag: what the data
 TAG_JUDGMENTS = "rankscope.judgments"  # the judgments file the job read: which split it was scored on
 TAG_RESOLVED = "rankscope.resolved"  # settings a retriever resolved itself: 'retriever.dims=6' for dims: null
 TAG_NOTES = "rankscope.notes"  # what the job went on with (dropped judgments, empty texts ...): one line per kind
+TAG_RANKINGS_FROM = "rankscope.rankings_from"  # where a run's rankings came from, when not computed (MLflow traces)
 TAG_CONFIG_DIGEST = "rankscope.config_digest"
 TAG_CODE_VERSION = "rankscope.code_version"
 TAG_VERSION = "rankscope.version"
@@ -53,6 +54,7 @@ BASELINE_TAG = ("baseline", "true")
 # what TAG_KIND says
 KIND_SWEEP, KIND_JOB, KIND_RUN, KIND_COMPARISON = "sweep", "job", "run", "comparison"
 KIND_TRIAL = "trial"
+KIND_QUESTIONS = "questions"  # a question set from traces (pipeline.questions), in the experiment "<name> questions"
 EVALUATED_KINDS = (KIND_JOB, KIND_RUN)  # runs that hold one system's evaluation
 
 
@@ -72,6 +74,7 @@ RUN_FILE = "run.trec"
 MEANS_FILE = "metrics.csv"
 DIAGNOSIS_FILE = "diagnosis.txt"
 NOTES_FILE = "notes.txt"  # TAG_NOTES's lines, in full; written only when the job has notes
+TRACES_FILE = "traces.csv"  # retriever=traces: every trace read, what became of it, the question it answered
 PLOTS_DIR = "plots"
 RECORD_FILE = "record.json"  # what the job's MLflow run will hold, written before anything is logged
 JOB_LOG_FILE = "rankscope.log"  # Hydra's log of the job (hydra.job.name in conf/config.yaml, plus .log); a failure's
@@ -96,6 +99,12 @@ SCHEDULE_FILE = "scheduled.txt"
 TUNING_TEXT = "tuning.txt"
 TUNING_TABLE = "tuning.csv"
 OPTIMISATION_RESULTS = "optimization_results.yaml"  # hydra-optuna-sweeper writes it into the sweep folder
+
+# -- a question set's folder (python -m pipeline.questions from-traces) and its run's artifacts ------------------------
+QUESTIONS_FILE = "questions.jsonl"  # id, text (masked), stratum, how often asked, first and last asked
+JUDGMENTS_FILE = "judgments.csv"  # query_id, doc_id, grade, source, trace_id: the assessments found on the traces
+QUESTION_TRACES_FILE = "question_traces.csv"  # query_id, trace_id, time, duplicate (exact or near), span_id
+QUESTION_SET_FILE = "question_set.json"  # where the set came from: experiment, store, window, filter, sampling
 
 # -- a comparison's run ------------------------------------------------------------------------------------------
 COMPARISON_TABLE = "comparison.json"

@@ -47,11 +47,11 @@ class Collection:
 
     @cached_property  # computed once: hashing a million documents takes a second, and several stages ask
     def corpus_digest(self) -> str:
-        return _digest(self.doc_ids, self.doc_texts)
+        return texts_digest(self.doc_ids, self.doc_texts)
 
     @cached_property
     def queries_digest(self) -> str:
-        return _digest(self.query_ids, self.query_texts)
+        return texts_digest(self.query_ids, self.query_texts)
 
     def query_text(self, query_id: str) -> str:
         return self.query_texts[self.query_ids.index(query_id)]
@@ -74,7 +74,9 @@ def combined_digest(documents: str, questions: str, qrels: str) -> str:
     return h.hexdigest()[:16]
 
 
-def _digest(ids: list[str], texts: list[str]) -> str:
+def texts_digest(ids: list[str], texts: list[str]) -> str:
+    """The digest of (id, text) pairs in order: a collection's documents or questions (a question set made elsewhere
+    computes its own with it, so a job on the set records the same)."""
     h = hashlib.sha256()
     for i, t in zip(ids, texts):
         h.update(i.encode())

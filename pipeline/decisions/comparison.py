@@ -17,7 +17,14 @@ from metrics.comparison import BETTER, SAME, WORSE, Comparison, GateResult, comp
 from metrics.errors import InputError
 from metrics.power import sensitivity
 from metrics.spec import parse_metric, parse_metrics
-from pipeline.common.names import PER_QUESTION_TABLE, TAG_CORPUS, TAG_CORPUS_DIGEST, TAG_OVERRIDES, TAG_SYSTEM
+from pipeline.common.names import (
+    PER_QUESTION_TABLE,
+    TAG_CORPUS,
+    TAG_CORPUS_DIGEST,
+    TAG_OVERRIDES,
+    TAG_RANKINGS_FROM,
+    TAG_SYSTEM,
+)
 from pipeline.reports.text import format_table
 from pipeline.tracking.client import MlflowClient, Run
 from pipeline.tracking.comparisons import record_comparison
@@ -62,6 +69,11 @@ class Side:
         """``, overrides: retriever.k1=0 ...`` when the run was made with any (they tell same-named runs apart)."""
         given = self.run.data.tags.get(TAG_OVERRIDES, "")
         return f", overrides: {given}" if given else ""
+
+    @property
+    def rankings_from(self) -> str | None:
+        """Where the run's rankings were read, when rankscope did not compute them (``retriever=traces``)."""
+        return self.run.data.tags.get(TAG_RANKINGS_FROM)
 
     def settings(self) -> dict[str, str | None]:
         return {key: self.run.data.params.get(key) for key in SETTINGS}
@@ -187,8 +199,12 @@ def report(baseline: Side, candidate: Side, comparison: Comparison, resamples: i
     detect on the primary metric (and how many questions each ``detect`` difference would need)."""
     level = f"{comparison.confidence:.0%}"
     shared = len(baseline.table.index.intersection(candidate.table.index))
-    lines = [f"{label:<10} {describe(side.run)} on {side.corpus}, corpus digest {side.corpus_digest}{side.overrides}"
-             for label, side in (("Baseline", baseline), ("Candidate", candidate))]
+    lines = []
+    for label, side in (("Baseline", baseline), ("Candidate", candidate)):
+        lines.append(f"{label:<10} {describe(side.run)} on {side.corpus}, corpus digest {side.corpus_digest}"
+                     f"{side.overrides}")
+        if side.rankings_from:  # not computed by rankscope: say where they were read (MLflow traces, a window)
+            lines.append(f"{'':<10} {side.rankings_from}")
     lines += [f"WARNING: {w} (compared anyway)" for w in warnings]
     lines.append(f"{shared} questions in common; only in the baseline: {_listed(comparison.only_in_baseline)}; "
                  f"only in the candidate: {_listed(comparison.only_in_candidate)}")

@@ -62,6 +62,8 @@ class JobResult:
     notes: list[str] = field(default_factory=list)  # what loading and ranking dropped or corrected: see note_lines()
     condensed: dict[str, Interval] = field(default_factory=dict)  # metrics.judged_only: the same metrics on
     # condensed lists (unjudged documents removed), logged as condensed/<key>, never mixed with the standard ones
+    rankings_from: str | None = None  # where the rankings came from, when the retriever read them (Retriever.source)
+    kept: dict[str, bytes] = field(default_factory=dict)  # files the retriever keeps beside the run (Retriever.files)
 
     @classmethod
     def of(cls, system: str, collection: Collection, retriever: Retriever, run: Run, evaluation: Evaluation,
@@ -70,7 +72,7 @@ class JobResult:
         """A job's result, its per-question table and its notes (what loading and ranking dropped) included."""
         return cls(system, collection, retriever, run, evaluation, plan, intervals,
                    per_question_table(collection, run, evaluation), seconds, extra,
-                   [*collection.notes, *retriever.notes()])
+                   [*collection.notes, *retriever.notes()], retriever.source(), retriever.files())
 
     @property
     def scored(self) -> bool:
@@ -221,14 +223,17 @@ def first_columns(table: pd.DataFrame, primary: str) -> pd.DataFrame:
 
 
 def write_results(result: JobResult, out_dir: Path) -> list[Path]:
-    """The job's files: resolved config (secrets masked), per-question CSV, TREC run, metric means; and the notes,
-    one line per kind, when there are any. Only the notes are written here: the caller hands the others to another
-    process (:func:`files_beside`)."""
+    """The job's files: resolved config (secrets masked), per-question CSV, TREC run, metric means; the notes, one
+    line per kind, when there are any; the files the retriever keeps (``traces.csv``). Only the notes and the
+    retriever's files are written here: the caller hands the others to another process (:func:`files_beside`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / CONFIG_FILE, out_dir / PER_QUESTION_FILE, out_dir / RUN_FILE, out_dir / MEANS_FILE]
     if notes := result.note_lines():
         files.append(out_dir / NOTES_FILE)
         files[-1].write_text("".join(f"{redact_text(note)}\n" for note in notes), encoding="utf-8")
+    for name, content in result.kept.items():
+        files.append(out_dir / name)
+        files[-1].write_bytes(content)
     return files
 
 

@@ -52,6 +52,7 @@ from pipeline.common.names import (
     TAG_OVERRIDES,
     TAG_QRELS_DIGEST,
     TAG_QUESTIONS_DIGEST,
+    TAG_RANKINGS_FROM,
     TAG_RESOLVED,
     TAG_SYSTEM,
     interval_tag,
@@ -340,13 +341,17 @@ class Job:
         self.tags.update(shown_first(result))
         if used := resolved_settings(result.retriever, self.cfg.retriever):
             self.tags[TAG_RESOLVED] = "; ".join(f"{key}={value}" for key, value in used.items())
+        if result.rankings_from:
+            self.tags[TAG_RANKINGS_FROM] = result.rankings_from[:MAX_TAG]
         dataset = self.destination.dataset(c.doc_ids, c.doc_texts, c.dataset_name, c.digest, c.source or c.name,
                                            tags=identity, metadata=c.doc_metadata,
                                            source_type=IRDS_ROUTE if c.origin.get("route") == IRDS_ROUTE else None)
         name = run_name(self.system, c.label)
+        store, traced = result.retriever.traces()  # read from MLflow traces of this store: linked to the run
         record = self.destination.record(name, self.tags, self.started_ms, params=plan.params(self.ctx.choices),
                                          metrics=result.metrics(), dataset=dataset, table=PER_QUESTION_TABLE,
-                                         table_dtypes=dtypes)
+                                         table_dtypes=dtypes, trace_links=traced if store == self.destination.uri
+                                         else [])
 
         def complete() -> JobRecord:
             record.files = [str(p.relative_to(out)) for p in files + plots()]  # every file exists before the

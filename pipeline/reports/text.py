@@ -22,6 +22,7 @@ class Measured(Protocol):
     evaluation: Any
     plan: Any
     intervals: dict[str, Interval]
+    rankings_from: str | None
 
     def note_lines(self) -> list[str]: ...
 
@@ -33,7 +34,8 @@ def job_text(result: Measured) -> str:
     level = int(result.plan.settings.level)
     head = (f"{result.system} on {c.name} ({c.split}): {len(e.per_question)} questions evaluated, "
             f"{len(e.without_judgments)} without a judgment >= {level}, {len(c.doc_ids)} documents")
-    head = "\n".join([head, *(f"note: {note}" for note in result.note_lines())])
+    source = [f"{result.rankings_from}"] if getattr(result, "rankings_from", None) else []
+    head = "\n".join([head, *source, *(f"note: {note}" for note in result.note_lines())])
     if not result.intervals:  # nothing judged yet: ranked, not scored
         return head
     confidence = f"{result.plan.confidence:.0%}"

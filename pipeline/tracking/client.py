@@ -37,7 +37,7 @@ from mlflow.utils.uri import add_databricks_profile_info_to_artifact_uri
 __all__ = [
     "MLFLOW_LOGGED_ARTIFACTS", "MLFLOW_PARENT_RUN_ID", "MLFLOW_SOURCE_NAME", "MLFLOW_SOURCE_TYPE", "Dataset",
     "DatasetInput", "InputTag", "Metric", "MlflowClient", "MlflowException", "Param", "RestException", "Run",
-    "RunStatus", "RunTag", "download_artifacts", "run_artifacts",
+    "RunStatus", "RunTag", "download_artifacts", "run_artifacts", "tracing_client",
 ]
 
 
@@ -45,3 +45,11 @@ def run_artifacts(artifact_uri: str, tracking_uri: str) -> Any:
     """The artifact repository of the run whose artifact root is ``artifact_uri``, as MLflow's client picks it."""
     return get_artifact_repository(add_databricks_profile_info_to_artifact_uri(artifact_uri, tracking_uri),
                                    tracking_uri=tracking_uri)
+
+
+def tracing_client(uri: str) -> Any:
+    """MLflow's tracing client bound to the store at ``uri``: what ``mlflow.log_expectation`` writes through, without
+    setting the process's tracking URI (MlflowClient has no assessment methods)."""
+    from mlflow.tracing.client import TracingClient
+
+    return TracingClient(tracking_uri=uri)

@@ -41,6 +41,7 @@ from pipeline.tracking.store import (
     store_error,
     writes_here,
 )
+from pipeline.tracking.traces import link_traces
 
 FORMAT = 1
 
@@ -61,6 +62,7 @@ class JobRecord:
     table: str | None = None  # the per-question table's file in the job folder (MLflow's table JSON)
     table_dtypes: dict[str, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # artifacts, relative to the job folder
+    trace_links: list[str] = field(default_factory=list)  # MLflow traces of the same store to link to the run
     started_ms: int = 0
     ended_ms: int = 0
     error: str | None = None  # the job failed: logged as a FAILED run with this reason
@@ -228,6 +230,8 @@ def _log(client: MlflowClient, record: JobRecord, folder: Path) -> str:
             tracker.log_files([folder / name], posixpath.dirname(name) or None)
         for name in record.files:  # 'plots/x.png' goes to the run's plots/ folder
             tracker.log_files([folder / name], posixpath.dirname(name) or None)
+        if record.trace_links:  # the traces its rankings were read from (retriever=traces): MLflow shows the link
+            link_traces(client, tracker.run_id, record.trace_links)
     except BaseException as exc:  # interrupted or refused half-way: the half-logged run is closed, never RUNNING;
         if tracker is None:
             raise

@@ -34,7 +34,7 @@ def built(cfg, base=REPO):
 
 def test_every_group_has_its_entries():
     assert set(entries("retriever")) >= {"bm25", "lsa", "weighted", "rrf", "run_file", "custom", "http",
-                                         "elasticsearch"}
+                                         "elasticsearch", "traces"}
     assert set(entries("corpus")) >= {"helpdesk", "beir", "scifact", "cranfield"}
     assert set(entries("tracking")) == {"local", "server"}
     assert "default" in entries("metrics") and "helpdesk_study" in entries("experiment")
@@ -49,7 +49,9 @@ def test_every_retriever_entry_composes_and_builds_the_class_it_names(name, tmp_
     extra = {"run_file": [f"retriever.path={run}"],
              "custom": ["retriever._target_=tests.pipeline.config.engines.ListSearch"],
              "http": ["retriever.url=http://127.0.0.1:9/search"],
-             "elasticsearch": ["retriever.url=http://127.0.0.1:9/index/_search"]}.get(name, [])
+             "elasticsearch": ["retriever.url=http://127.0.0.1:9/index/_search"],
+             "traces": ["retriever.experiment=rag-app", f"retriever.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}"],
+             }.get(name, [])
     cfg = composed(f"retriever={name}", *extra)
     retriever = built(cfg)
     cls = cfg.retriever._target_.rpartition(".")[2]

@@ -1,0 +1,276 @@
+"""The production retriever as a traced application ran it: ``retriever=traces`` ranks the corpus's questions with
+the rankings its MLflow traces hold, and the run is scored, bootstrapped, diagnosed, compared and gated like any
+other.
+
+**Which traces.** The experiment ``experiment`` of the store ``tracking_uri`` (by default the store rankscope logs
+to), request times from ``since`` (included) to ``until`` (excluded), traces named ``trace_name``, carrying every tag
+of ``tags``, matching the MLflow filter ``filter``; ``sample`` of them drawn at random (seeded by ``seed``) when
+set. How each trace gives a question and a ranking: :mod:`pipeline.traces.calls`.
+
+**Which corpus question a trace answered.** By default the one whose text is the trace's question, compared as
+:func:`pipeline.traces.calls.question_key` compares them (personal data masked as a question set from traces masks
+it, case and spacing aside); with ``question_id`` (a path into the root span's inputs, or ``tag:NAME``), the one of
+that id. When several traces answered one question, the latest is used (``repeated: first``: the earliest).
+
+**What is counted, not hidden** (each a note of the run, one line each, and a row of ``traces.csv``): traces that
+failed or give no ranking (:data:`pipeline.traces.calls.PROBLEMS`), traces asking a question the corpus does not
+hold, questions answered again, corpus questions no trace answered (they rank nothing and score 0, as a question
+missing from a run does), document ids the corpus does not hold (kept in the ranking: unjudged, so not relevant).
+
+**Where it came from.** The run's params hold the settings above (the filter included); ``traces.csv`` (an artifact
+of the run) lists every trace read, what became of it and which question it answered; the run's tag
+``rankscope.rankings_from`` (shown by the job, ``pipeline.compare`` and the gate) says how many traces of which
+experiment and window.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from metrics.errors import InputError, Note
+from metrics.run import Run
+from metrics.trec import run_from_columns
+from pipeline.common.names import TRACES_FILE
+from pipeline.traces.calls import (
+    PROBLEMS,
+    Answer,
+    Problem,
+    Reading,
+    moment,
+    question_key,
+    read_call,
+    shown_time,
+)
+from retrievers.base import BuildContext, Documents, Retriever, _check_batch, select_rows
+from retrievers.external import SHOWN, listing
+
+REPEATED = ("latest", "first")
+# what became of a trace (traces.csv's status column), beside the problems' kinds
+USED, SUPERSEDED, NOT_IN_CORPUS = "used", "answered_again", "not_in_corpus"
+
+
+@dataclass
+class TracedRetriever(Retriever):
+    """Rankings read from an MLflow experiment's traces (see the module's docstring)."""
+
+    experiment: str = ""
+    tracking_uri: str | None = None
+    since: str | None = None
+    until: str | None = None
+    trace_name: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    filter: str | None = None
+    sample: int | None = None
+    seed: int = 0
+    question: str | None = None
+    question_id: str | None = None
+    span: str | None = None
+    several: str = "first"
+    doc_id: list[str] = field(default_factory=lambda: ["id", "doc_uri"])
+    score: str | None = None
+    repeated: str = "latest"
+    name: str = "traces"
+
+    @classmethod
+    def from_config(cls, context: BuildContext, **keys: Any) -> TracedRetriever:
+        """The store named (``tracking_uri``) or rankscope's own; every setting checked before any trace is read."""
+        from pipeline.tracking.store import tracking_uri
+
+        built = cls(**keys)
+        if not str(built.experiment).strip():
+            raise InputError("retriever.experiment: name the experiment of the traced application "
+                             "(retriever.experiment=NAME)")
+        built.tracking_uri = tracking_uri(built.tracking_uri, context.base)
+        if built.repeated not in REPEATED:
+            raise InputError(f"retriever.repeated={built.repeated}: expected {' or '.join(REPEATED)}")
+        if built.sample is not None and built.sample < 1:
+            raise InputError(f"retriever.sample={built.sample}: expected at least 1 (or null: every trace)")
+        built.reading()  # several, doc_id
+        now = int(time.time() * 1000)
+        since, until = moment(built.since, now, "retriever.since"), moment(built.until, now, "retriever.until")
+        if since is not None and until is not None and since >= until:
+            raise InputError(f"retriever.since={built.since} is not before retriever.until={built.until}: the window "
+                             f"is empty")
+        built._window = (since, until)
+        return built
+
+    def reading(self) -> Reading:
+        return Reading(self.question, self.question_id, self.span, self.several, tuple(self.doc_id), self.score)
+
+    def query(self) -> Any:
+        from pipeline.tracking.traces import TraceQuery
+
+        since, until = getattr(self, "_window", (None, None))
+        return TraceQuery(str(self.tracking_uri), str(self.experiment), since, until, self.trace_name,
+                          dict(self.tags or {}), self.filter)
+
+    def where(self) -> str:
+        """The traces asked for, for messages: experiment, store, window, name, tags, filter."""
+        since, until = getattr(self, "_window", (None, None))
+        from pipeline.common.redact import redact_text
+
+        parts = [f"experiment {self.experiment!r} of {redact_text(str(self.tracking_uri))}"]
+        if since is not None or until is not None:
+            parts.append(f"from {shown_time(since)} to {shown_time(until) if until is not None else 'now'}")
+        if self.trace_name:
+            parts.append(f"named {self.trace_name!r}")
+        if self.tags:
+            parts.append("tagged " + ", ".join(f"{k}={v}" for k, v in self.tags.items()))
+        if self.filter:
+            parts.append(f"filter {self.filter!r}")
+        return ", ".join(parts)
+
+    # -- reading the traces -----------------------------------------------------------------------------------
+
+    def index(self, docs: Documents) -> TracedRetriever:
+        from pipeline.tracking.traces import read_calls, trace_times
+
+        query, reading = self.query(), self.reading()
+        chosen = None
+        if self.sample is not None:
+            times = trace_times(query)
+            self._matching = len(times)
+            if len(times) > self.sample:
+                picked = np.sort(np.random.default_rng(self.seed).choice(len(times), self.sample, replace=False))
+                chosen = [times[i][0] for i in picked]
+        self._answers: list[Answer] = []
+        self._problems: list[Problem] = []
+        spans = 0
+        for call in read_calls(query, self.span, chosen):
+            found = read_call(call, reading)
+            if isinstance(found, Answer):
+                self._answers.append(found)
+                spans += found.spans > 1
+            else:
+                self._problems.append(found)
+        self._several = spans
+        self._read = len(self._answers) + len(self._problems)
+        if not hasattr(self, "_matching"):
+            self._matching = self._read
+        if self._read == 0:
+            raise InputError(f"no trace matches: {self.where()} (retriever.since, until, trace_name, tags, filter): "
+                             f"nothing to rank")
+        if not self._answers:
+            raise InputError(f"none of the {self._read} trace(s) of {self.where()} gives a ranking: "
+                             + "; ".join(self._problem_lines(full=False)))
+        self._known = set(docs.doc_ids)
+        self._by_key: dict[str, list[int]] | None = None
+        self._status: dict[int, tuple[str, str]] = {}  # answer's place -> (status, question id)
+        self._unanswered: list[str] = []
+        self._answered_again: list[str] = []
+        self.doc_ids = np.array(sorted({d for a in self._answers for d in a.docs}), dtype=object)
+        return self
+
+    def _key(self, answer: Answer) -> str:
+        return answer.question_id if self.question_id else question_key(answer.question)
+
+    def rank(self, query_ids: Sequence[str], texts: Sequence[str], depth: int = 100) -> Run:
+        _check_batch(query_ids, texts)
+        if self._by_key is None:
+            self._by_key = {}
+            for place, answer in enumerate(self._answers):
+                self._by_key.setdefault(self._key(answer), []).append(place)
+        q: list[str] = []
+        d: list[str] = []
+        s: list[float] = []
+        for qid, text in zip(query_ids, texts):
+            places = self._by_key.get(str(qid) if self.question_id else question_key(text))
+            if not places:
+                self._unanswered.append(str(qid))
+                continue
+            ordered = sorted(places, key=lambda p: (self._answers[p].time_ms, self._answers[p].trace_id))
+            use = ordered[-1] if self.repeated == "latest" else ordered[0]
+            if len(ordered) > 1:
+                self._answered_again.append(str(qid))
+            for place in ordered:
+                if self._status.get(place, ("",))[0] != USED:
+                    self._status[place] = (USED if place == use else SUPERSEDED, str(qid))
+            answer = self._answers[use]
+            q += [str(qid)] * len(answer.docs)
+            d += answer.docs
+            s += answer.scores
+        run = run_from_columns(q, d, s, self.name)
+        return select_rows(run, query_ids, depth, self.name)
+
+    # -- what the job reports ---------------------------------------------------------------------------------
+
+    def source(self) -> str:
+        used = sum(1 for status, _ in self._status.values() if status == USED)
+        sampled = f" (a sample of {self._read} of {self._matching}, seed {self.seed})" if self.sample else ""
+        return (f"rankings from {used} MLflow trace(s) of {self._read} read{sampled}: {self.where()}; each trace and "
+                f"what became of it in {TRACES_FILE}")
+
+    def _problem_lines(self, full: bool = True) -> list[str]:
+        lines = []
+        kinds = Counter(p.kind for p in self._problems)
+        for kind, count in kinds.items():
+            first = next(p for p in self._problems if p.kind == kind)
+            ids = [p.trace_id for p in self._problems if p.kind == kind]
+            lines.append(f"{count} {PROBLEMS[kind]} ({first.detail})" + (f": {listing(ids)}" if full else ""))
+        return lines
+
+    def notes(self) -> list[str]:
+        found: list[str] = []
+        for kind, count in Counter(p.kind for p in self._problems).items():
+            first = next(p for p in self._problems if p.kind == kind)
+            ids = [p.trace_id for p in self._problems if p.kind == kind]
+            found.append(Note(f"{count} trace(s) {PROBLEMS[kind]} (first: {first.trace_id}, {first.detail}): "
+                              f"{listing(ids)} (not used)", f"traces_{kind}", count, ids[:SHOWN]))
+        outside = [a.trace_id for i, a in enumerate(self._answers) if i not in self._status]
+        if outside:
+            found.append(Note(f"{len(outside)} trace(s) ask a question the corpus does not hold (matched by "
+                              f"{'question id' if self.question_id else 'text'}): {listing(outside)} (not used; "
+                              f"{TRACES_FILE} lists them)", "traces_not_in_corpus", len(outside), outside[:SHOWN]))
+        if self._answered_again:
+            ids = self._answered_again
+            found.append(Note(f"{len(ids)} question(s) were answered by several traces: {listing(ids)} (the "
+                              f"{self.repeated} used)", "questions_traced_again", len(ids), ids[:SHOWN]))
+        if self._unanswered:
+            ids = self._unanswered
+            found.append(Note(f"{len(ids)} corpus question(s) no trace answered: {listing(ids)} (they rank nothing, "
+                              f"and score 0)", "questions_not_traced", len(ids), ids[:SHOWN]))
+        if self._several:
+            which = self.span or "RETRIEVER"
+            found.append(Note(f"{self._several} trace(s) have several {which} spans: the {self.several} to start "
+                              f"was used (retriever.span names one, retriever.several picks first or last)",
+                              "traces_several_spans", self._several))
+        used = [self._answers[i] for i, (status, _) in self._status.items() if status == USED]
+        unnamed = sum(a.unnamed for a in used)
+        if unnamed:
+            found.append(Note(f"{unnamed} retrieved document(s) have none of {', '.join(self.doc_id)} for an id "
+                              f"(dropped; retriever.doc_id names where the id is)", "documents_without_id", unnamed))
+        unknown = list(dict.fromkeys(d for a in used for d in a.docs if d not in self._known))
+        if unknown:
+            found.append(Note(f"the traces name {len(unknown)} document id(s) that are not in the corpus: "
+                              f"{listing(unknown)} (kept in the ranking: unjudged, so not relevant)",
+                              "traces_unknown_document", len(unknown), unknown[:SHOWN]))
+        return found
+
+    def files(self) -> dict[str, bytes]:
+        """``traces.csv``: every trace read, its request time, what became of it, the question it answered and how
+        many documents its span listed."""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["trace_id", "time", "status", "query_id", "span_id", "documents"])
+        rows = []
+        for i, answer in enumerate(self._answers):
+            status, qid = self._status.get(i, (NOT_IN_CORPUS, ""))
+            rows.append((answer.time_ms, answer.trace_id, status, qid, answer.span_id, len(answer.docs)))
+        for problem in self._problems:
+            rows.append((problem.time_ms, problem.trace_id, problem.kind, "", "", ""))
+        for when, trace_id, status, qid, span_id, count in sorted(rows):
+            writer.writerow([trace_id, shown_time(when), status, qid, span_id, count])
+        return {TRACES_FILE: out.getvalue().encode("utf-8")}
+
+    def traces(self) -> tuple[str | None, list[str]]:
+        """The store of the traces and the ids of those whose rankings the run holds."""
+        return str(self.tracking_uri), [self._answers[i].trace_id for i, (status, _) in sorted(self._status.items())
+                                        if status == USED]

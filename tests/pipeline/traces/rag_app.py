@@ -1,0 +1,118 @@
+"""A small RAG application instrumented with real MLflow Tracing, as a team would have it in production.
+
+``answer(question)`` is the traced entry point (its root span's input is the question); it calls ``retrieve``, a
+``RETRIEVER`` span over a real search engine (tantivy, :class:`tests.pipeline.config.engines.TantivySearch`) that
+returns ``mlflow.entities.Document`` s with the corpus id in ``metadata.doc_uri`` and tantivy's score in
+``metadata.score``, then ``generate``, an ``LLM`` span that stands in for the generator. Each trace is tagged with the
+application's version (``app_version``). Run as a process, it answers every question of a corpus into a store::
+
+    python -m tests.pipeline.traces.rag_app sqlite:////tmp/mlflow.db rag-app:v1 rag-app:v2:nostem [--corpus FOLDER]
+
+Each ``EXPERIMENT:VERSION`` answers every question once; ``nostem`` builds the index without stemming (another
+version of the application), ``first=N`` answers only the first N questions, ``outside`` one more that the corpus
+does not hold, and a shape makes the bad traces the checks need: ``no_span`` (no retrieval span),
+``not_documents`` (the retriever returns plain strings), ``unknown_ids`` (documents with ids the corpus does not
+hold), ``failing`` (every fourth call raises). ``--k`` is how many documents it retrieves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+SHAPES = ("normal", "no_span", "not_documents", "unknown_ids", "failing")
+
+
+class RagApp:
+    """The application: index once, then answer questions; every answer is one trace."""
+
+    def __init__(self, doc_ids: Sequence[str], texts: Sequence[str], version: str, k: int = 10, stem: bool = True,
+                 shape: str = "normal") -> None:
+        from tests.pipeline.config.engines import TantivySearch
+
+        self.engine = TantivySearch(stem=stem)
+        self.engine.index(list(doc_ids), list(texts))
+        self.texts = dict(zip(doc_ids, texts))
+        self.version, self.k, self.shape = version, k, shape
+        self.calls = 0
+
+    def run(self, questions: Sequence[str]) -> None:
+        import mlflow
+        from mlflow.entities import Document, SpanType
+
+        @mlflow.trace(span_type=SpanType.RETRIEVER)
+        def retrieve(query: str, k: int) -> list:
+            hits = self.engine.search([query], k)[0]
+            if self.shape == "not_documents":
+                return [doc for doc, _ in hits]
+            prefix = "missing-" if self.shape == "unknown_ids" else ""
+            return [Document(page_content=self.texts[doc], metadata={"doc_uri": prefix + doc, "score": score})
+                    for doc, score in hits]
+
+        @mlflow.trace(name="search", span_type=SpanType.TOOL)
+        def search_without_retriever_span(query: str, k: int) -> list:
+            return [doc for doc, _ in self.engine.search([query], k)[0]]
+
+        @mlflow.trace(span_type=SpanType.LLM)
+        def generate(question: str, context: list) -> str:
+            if self.shape == "failing" and self.calls % 4 == 0:
+                raise RuntimeError("the generator timed out")
+            first = context[0].page_content if context and hasattr(context[0], "page_content") else ""
+            return first.split(". ")[0]
+
+        @mlflow.trace
+        def answer(question: str) -> str:
+            self.calls += 1
+            mlflow.update_current_trace(tags={"app_version": self.version})
+            if self.shape == "no_span":
+                context = search_without_retriever_span(question, self.k)
+            else:
+                context = retrieve(question, self.k)
+            return generate(question, context)
+
+        for question in questions:
+            with contextlib.suppress(RuntimeError):  # the trace records the failure; the application goes on
+                answer(question)
+
+
+OUTSIDE = "what is the weather in Lisbon today"  # a question the help-desk corpus does not hold
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tests.pipeline.traces.rag_app")
+    p.add_argument("store")
+    p.add_argument("serve", nargs="+", metavar="EXPERIMENT:VERSION[:OPTION...]",
+                   help="answer the questions into EXPERIMENT as VERSION (repeatable: several runs of the app); "
+                        "options: a shape, nostem, first=N (only the first N questions), outside (also one question "
+                        "the corpus does not hold)")
+    p.add_argument("--corpus", type=Path, help="a BEIR folder (default: the embedded help-desk corpus)")
+    p.add_argument("--split", default="test")
+    p.add_argument("--k", type=int, default=10)
+    args = p.parse_args(argv)
+    from pipeline.data import helpdesk, load_beir
+
+    collection = helpdesk() if args.corpus is None else load_beir(args.corpus, args.split, None, False)
+    os.environ["MLFLOW_ENABLE_ASYNC_TRACE_LOGGING"] = "false"  # each trace is in the store when answer() returns
+    import mlflow
+
+    mlflow.set_tracking_uri(args.store)
+    apps: dict[bool, RagApp] = {}
+    for spec in args.serve:
+        experiment, version, *options = spec.split(":")
+        stem = "nostem" not in options
+        if stem not in apps:
+            apps[stem] = RagApp(collection.doc_ids, collection.doc_texts, version, args.k, stem)
+        app = apps[stem]
+        app.version, app.shape, app.calls = version, next((o for o in options if o in SHAPES), "normal"), 0
+        first = next((int(o.removeprefix("first=")) for o in options if o.startswith("first=")), None)
+        questions = list(collection.query_texts[:first]) + ([OUTSIDE] if "outside" in options else [])
+        mlflow.set_experiment(experiment)
+        app.run(questions)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
