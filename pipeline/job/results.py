@@ -72,7 +72,8 @@ class JobResult:
         """A job's result, its per-question table and its notes (what loading and ranking dropped) included."""
         return cls(system, collection, retriever, run, evaluation, plan, intervals,
                    per_question_table(collection, run, evaluation), seconds, extra,
-                   [*collection.notes, *retriever.notes()], retriever.source(), retriever.files())
+                   [*collection.notes, *retriever.notes()], rankings_from=retriever.source(),
+                   kept=retriever.files())
 
     @property
     def scored(self) -> bool:

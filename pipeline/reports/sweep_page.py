@@ -231,9 +231,10 @@ def notes_html(summary: SweepSummary) -> str:
     notes = list(dict.fromkeys(note for s in summary.systems for note in s.notes))
     if not notes:
         return ""
+    if len(notes) == 1:  # the one line is the note: nothing to unfold
+        return f'<section id="data-notes"><p>Data validation notes (1): {escape(notes[0])}</p></section>'
     items = "".join(f"<li>{escape(n)}</li>" for n in notes)
-    head = f"Data validation notes ({len(notes)}): {notes[0]}" if len(notes) == 1 else (
-        f"Data validation notes: {len(notes)} kinds of correction; unfold to read them")
+    head = f"Data validation notes: {len(notes)} kinds of correction; unfold to read them"
     return f'<section id="data-notes" class="folded">{details(head, f"<ul>{items}</ul>")}</section>'
 
 
