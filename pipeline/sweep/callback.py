@@ -21,6 +21,7 @@ import functools
 import importlib
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -116,6 +117,8 @@ class MlflowSweep(Callback):
         self.composed: ComposedConfigs | None = None
         self.runner: Any = None  # Hydra's run_job, while the launcher runs the jobs leanly
         self.importer: threading.Thread | None = None  # the end's imports, while the jobs run in this process
+        self.jobs_here = 0  # jobs this process runs one after another (said how long after the first)
+        self.first_started = 0.0
 
     @hook
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -182,6 +185,8 @@ class MlflowSweep(Callback):
             self.importer = threading.Thread(target=_import_the_ends_modules, name="rankscope-end-imports",
                                              daemon=True)
         collector.resume()  # the driver's start-up, frozen; its jobs may run in other processes (joblib)
+        self.jobs_here = len(jobs) if in_process and jobs is not None else 0  # jobs this process runs, in turn
+        self.first_started = time.perf_counter()
         self.sweep_args = overrides  # as parsed: the tuning driver rebuilds the untuned and tuned configs from them
         atexit.register(self._abandoned)
 
@@ -190,6 +195,9 @@ class MlflowSweep(Callback):
         :func:`_import_the_ends_modules`)."""
         if self.importer is not None and self.importer.ident is None:
             self.importer.start()
+        if self.jobs_here > 1:
+            say_how_long(self.jobs_here, time.perf_counter() - self.first_started)
+            self.jobs_here = 0  # said once
 
     @hook
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -256,6 +264,20 @@ def _warm_up_plots() -> None:
     from pipeline.reports.run_plots import warm_up
 
     warm_up(DPI)
+
+
+LONG_SWEEP_S = 60.0  # a sweep whose other jobs may take longer than this says so after its first
+
+
+def say_how_long(jobs: int, first: float) -> None:
+    """After a sweep's first job, when the others, at its pace, would take more than a minute: how long, at most
+    (later jobs reuse the first's corpus, term counts and embeddings, so they are usually quicker)."""
+    rest = first * (jobs - 1)
+    if rest > LONG_SWEEP_S:
+        minutes = f"{rest / 60:.0f} min" if rest < 5400 else f"{rest / 3600:.1f} h"
+        print(f"{PROG}: {jobs} jobs; the first took {first:.0f} s, so the other {jobs - 1} may take up to about "
+              f"{minutes} (they reuse its corpus, term counts and embeddings, so usually less)", file=sys.stderr,
+              flush=True)
 
 
 def _exit(reason: str) -> None:
