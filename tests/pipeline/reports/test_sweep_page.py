@@ -18,6 +18,7 @@ from pipeline.reports.sweep_page import (
     failing,
     judged_html,
     measured_facts,
+    notes_html,
     retriever_settings,
 )
 from pipeline.sweep.report import diagnoses_of, report_html, sweep_figures
@@ -97,12 +98,22 @@ def test_a_setting_that_differs_between_runs_is_said_to_vary(study):
         study.finished[1].params["depth"] = "100"
 
 
-def test_data_notes_are_listed_once_under_the_header_folded_under_one_line(page):
+def test_one_data_note_is_one_line_under_the_header_with_nothing_to_unfold(page):
     html = page[0]
     notes = html.split('<section id="data-notes"', 1)[1].split("</section>", 1)[0]
-    assert notes.count("<summary>") == 1 and notes.count("<li>") == 1  # one line, the note once in the fold
-    assert "<summary>Data validation notes (1): qrels/test.tsv: 2 judgment(s) name unknown documents" in notes
+    assert notes.count("<summary>") == 0 and notes.count("<li>") == 0  # the one line is the note itself
+    assert "<p>Data validation notes (1): qrels/test.tsv: 2 judgment(s) name unknown documents" in notes
     assert html.index("Data validation notes") < html.index('<nav class="toc">')
+
+
+def test_several_kinds_of_data_note_fold_under_one_line_that_counts_them(study):
+    study.systems[1].notes = ["queries.jsonl: 1 question(s) with empty text (dropped)"]
+    try:
+        notes = notes_html(study)
+    finally:
+        study.systems[1].notes = []
+    assert notes.count("<summary>") == 1 and notes.count("<li>") == 2  # each distinct note once, in the fold
+    assert "Data validation notes: 2 kinds of correction" in notes
 
 
 def test_the_means_table_comes_before_the_contents_and_the_repeated_judgment_warnings_fold_into_one_line(
