@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipeline.tracking.comparisons import baseline_tag, promote
     from pipeline.tracking.links import experiment_url, run_location
     from pipeline.tracking.selectors import describe, resolve
-    from pipeline.tracking.store import STORE_ERRORS, Store, store_error, tracking_uri
+    from pipeline.tracking.store import STORE_ERRORS, Store, refusal, tracking_uri
     from pipeline.tracking.views import COMPARISONS_VIEW
 
     collector.resume()  # the imports' objects, frozen (pipeline.common.collector)
@@ -122,11 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             was = ", ".join(previous) or "no run"
             print(f"Promoted {describe(candidate.run)} to baseline ({key}={value}); previous baseline: {was}")
         return status
-    except InputError as exc:
-        print(f"{SAYS}: {redact_text(str(exc))}".replace("\n", " "), file=sys.stderr)
-        return EXIT_ERROR
-    except STORE_ERRORS as exc:
-        print(f"{SAYS}: the tracking store did not answer: {store_error(exc)}", file=sys.stderr)
+    except (InputError, *STORE_ERRORS) as exc:
+        print(refusal(SAYS, exc), file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -76,8 +76,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from metrics.errors import InputError  # the work's imports come after the arguments are read
-    from pipeline.common.redact import redact_text
-    from pipeline.tracking.store import STORE_ERRORS, store_error
+    from pipeline.tracking.store import STORE_ERRORS, refusal
 
     collector.resume()
     try:
@@ -85,11 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         run = {"pool": commands.pool, "pull": commands.pull, "rescore": commands.rescore}[args.command]
         return run(args, Path.cwd())
-    except InputError as exc:
-        print(f"{SAYS}: {redact_text(str(exc))}".replace("\n", " "), file=sys.stderr)
-        return EXIT_ERROR
-    except STORE_ERRORS as exc:
-        print(f"{SAYS}: the tracking store did not answer: {store_error(exc)}", file=sys.stderr)
+    except (InputError, *STORE_ERRORS) as exc:
+        print(refusal(SAYS, exc), file=sys.stderr)
         return EXIT_ERROR
 
 

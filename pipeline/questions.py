@@ -86,10 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pathlib import Path
 
     from metrics.errors import InputError
-    from pipeline.common.redact import redact_text
     from pipeline.traces import question_set
     from pipeline.traces.questions import JUDGMENT_NAMES
-    from pipeline.tracking.store import STORE_ERRORS, store_error, tracking_uri
+    from pipeline.tracking.store import STORE_ERRORS, refusal, tracking_uri
 
     collector.resume()
     try:
@@ -115,11 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             text = question_set.write_back(folder, Path(args.judgments), args.tracking_uri and uri, args.name,
                                            args.assessor)
-    except InputError as exc:
-        print(f"{SAYS}: {redact_text(str(exc))}".replace("\n", " "), file=sys.stderr)
-        return EXIT_ERROR
-    except STORE_ERRORS as exc:
-        print(f"{SAYS}: the tracking store did not answer: {store_error(exc)}", file=sys.stderr)
+    except (InputError, *STORE_ERRORS) as exc:
+        print(refusal(SAYS, exc), file=sys.stderr)
         return EXIT_ERROR
     print(text, flush=True)
     return EXIT_OK

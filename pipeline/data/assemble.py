@@ -9,9 +9,11 @@ The same data read by two routes gives the same :class:`Collection`, digests inc
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +42,17 @@ def join_text(parts: Iterable[str | None]) -> str:
     """A record's text from its fields, in the order given: non-empty ones joined by one space, the ends stripped.
     BEIR's rule (``title text``), shared by every route so the same data gives the same digest."""
     return " ".join(p for p in parts if p).strip()
+
+
+def json_object(line: str, path: Path, number: int, what: str = "line") -> dict[str, Any]:
+    """One JSON Lines record, which must be an object; anything else is refused naming the file and line."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", path, number) from None
+    if not isinstance(record, dict):
+        raise InputError(f"expected a JSON object per {what}", path, number)
+    return record
 
 
 class Notes(list):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from metrics.errors import InputError
 from metrics.textfile import check_file, text_lines
 from metrics.trec import read_beir_qrels
 from pipeline.common import progress
-from pipeline.data.assemble import Notes, Records, assemble, join_text
+from pipeline.data.assemble import Notes, Records, assemble, join_text, json_object
 from pipeline.data.collection import Collection
 
 
@@ -36,12 +35,7 @@ def _records(path: Path, what: str) -> Iterator[tuple[int, str, str]]:
             tick(len(line))
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", path, number) from None
-            if not isinstance(record, dict):
-                raise InputError(f"expected a JSON object per {what}", path, number)
+            record = json_object(line, path, number, what)
             if "_id" not in record or record["_id"] in (None, ""):
                 raise InputError(f"{what} without an '_id'", path, number)
             title, text = record.get("title") or "", record.get("text") or ""

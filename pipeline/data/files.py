@@ -13,7 +13,6 @@ import csv
 import dataclasses
 import gzip
 import io
-import json
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from metrics.qrels import Qrels, QrelsBuilder
 from metrics.textfile import SHOWN, check_file, not_text
 from metrics.trec import read_qrels
 from pipeline.common import progress
-from pipeline.data.assemble import Notes, Records, assemble, join_text
+from pipeline.data.assemble import Notes, Records, assemble, join_text, json_object
 from pipeline.data.collection import Collection
 
 ROUTE = "files"
@@ -84,12 +83,7 @@ def _jsonl_rows(path: Path, fmt: str, wanted: list[str], required: list[str], ke
             for number, line in enumerate(handle, 1):
                 if not line.strip():
                     continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", path, number) from None
-                if not isinstance(record, dict):
-                    raise InputError("expected a JSON object per line", path, number)
+                record = json_object(line, path, number)
                 if unseen is None:
                     unseen = dict.fromkeys(required)
                 if unseen:

@@ -114,7 +114,7 @@ def record_comparison(client: MlflowClient, baseline: Side, candidate: Side, com
     corpora = list(dict.fromkeys(corpus_of(side.run) or "?" for side in (candidate, baseline)))
     name = f"{run_tags[TAG_COMPARE_COMMAND]}: {candidate.name} vs {baseline.name} · {' vs '.join(corpora)}"
     tracker = Tracker.start(client, experiment_id, name, run_tags)
-    try:
+    with tracker.closing():
         tracker.log_params({"confidence": comparison.confidence, "resamples": resamples,
                             "permutations": permutations, "seed": seed, "metrics": list(comparison.table.index)})
         values: dict[str, float] = {
@@ -133,10 +133,6 @@ def record_comparison(client: MlflowClient, baseline: Side, candidate: Side, com
             text = (f"only in the baseline ({baseline.run_id}):\n" + "\n".join(comparison.only_in_baseline)
                     + f"\n\nonly in the candidate ({candidate.run_id}):\n" + "\n".join(comparison.only_in_candidate))
             tracker.log_text(text, ONE_SIDE_FILE)
-    except BaseException as exc:
-        tracker.finish(error=f"{type(exc).__name__}: {exc}")
-        raise
-    tracker.finish()
     save_comparisons_view(client, experiment_id)
     for side in (baseline, candidate):
         link_back(client, side.run, experiment_id, tracker.run_id, name, shown.get("primary") if shown else None)

@@ -160,15 +160,11 @@ def log_version(client: MlflowClient, experiment_id: str, qrels: pd.DataFrame, *
     run_tags = {**tags, TAG_KIND: KIND_QRELS, TAG_QRELS_DIGEST: digest, TAG_QRELS_PARENT: parent,
                 TAG_CORPUS: corpus, TAG_ASSESSORS: ", ".join(assessors), TAG_JUDGED_AT: judged_at}
     tracker = Tracker.start(client, experiment_id, f"qrels {digest} · {corpus}", run_tags)
-    try:
+    with tracker.closing():
         tracker.log_metrics({f"qrels/{k}": float(v) for k, v in counts.items()})
         fields = qrels_dataset(qrels, corpus, digest, source, parent, {TAG_ASSESSORS: ", ".join(assessors)})
         tracker.log_dataset_fields(fields, context=QRELS_DATASET_CONTEXT)
         tracker.log_files(files)
-    except BaseException as exc:
-        tracker.finish(error=f"{type(exc).__name__}: {exc}")
-        raise
-    tracker.finish()
     return tracker.run_id
 
 
@@ -204,17 +200,13 @@ def log_rescored(client: MlflowClient, experiment_id: str, parent: Tracker, orig
             TAG_CORPUS_DIGEST: corpus_digest, **({TAG_QRELS_RUN: qrels_run} if qrels_run else {})}
     tracker = Tracker.start(client, experiment_id, original.info.run_name or system_of(original), tags,
                             parent.run_id)
-    try:
+    with tracker.closing():
         tracker.log_metrics(metrics, params=dict(original.data.params))
         if qrels_dataset:
             tracker.log_dataset_fields(qrels_dataset, context=QRELS_DATASET_CONTEXT)
         tracker.copy_datasets(original.info.run_id)
         tracker.log_table(table, "per_question.json")
         tracker.log_files(files)
-    except BaseException as exc:
-        tracker.finish(error=f"{type(exc).__name__}: {exc}")
-        raise
-    tracker.finish()
     return tracker.run_id
 
 

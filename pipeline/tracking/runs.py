@@ -15,7 +15,7 @@ import random
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -276,6 +276,16 @@ class Tracker:
             self.client.set_terminated(self.run_id, status=status, end_time=end_time)
 
         _while_locked(close)
+
+    @contextlib.contextmanager
+    def closing(self) -> Iterator[Tracker]:
+        """Log inside the block; the run ends FINISHED after it, or FAILED with what it raised (raised again)."""
+        try:
+            yield self
+        except BaseException as exc:
+            self.finish(error=f"{type(exc).__name__}: {exc}")
+            raise
+        self.finish()
 
 
 def log_parent_summary(client: MlflowClient, run_id: str, counts_key: str, counts: Mapping[str, float],

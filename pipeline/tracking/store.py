@@ -70,6 +70,14 @@ def store_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:300]}"
 
 
+def refusal(says: str, exc: BaseException) -> str:
+    """The one line a command prints when it refuses bad input (an ``InputError``) or its store does not answer
+    (``STORE_ERRORS``): the command's name first, secrets masked."""
+    if isinstance(exc, STORE_ERRORS):
+        return f"{says}: the tracking store did not answer: {store_error(exc)}"
+    return f"{says}: {redact_text(str(exc))}".replace("\n", " ")
+
+
 def unreachable(uri: str, timeout: float = 5.0) -> str | None:
     """Why nothing listens at an ``http(s)://`` store's or a database's host and port (``Connection refused``, an
     unknown host), found with one connection attempt; None when something answers, for other stores (SQLite, a

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from mlflow import MlflowClient
 from mlflow.tracking._tracking_service.client import TrackingServiceClient
 
+from pipeline.common.names import TAG_ERROR
 from pipeline.tracking.runs import Tracker
 
 
@@ -40,3 +42,16 @@ def test_a_run_opened_by_id_logs_its_files_as_mlflows_client_does(tmp_path):
     (tmp_path / "summary.txt").write_text("done")
     Tracker(client, run_id).log_files([tmp_path / "summary.txt"])  # no artifact root known: the client finds it
     assert [f.path for f in client.list_artifacts(run_id)] == ["summary.txt"]
+
+
+def test_a_run_logged_in_a_closing_block_ends_finished_or_failed_with_what_the_block_raised(tmp_path):
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.create_experiment("x", artifact_location=(tmp_path / "artifacts").as_uri())
+    done, broken = (Tracker.start(client, experiment, name, {}) for name in ("done", "broken"))
+    with done.closing():
+        done.log_metrics({"ndcg_at_10": 0.5})
+    with pytest.raises(KeyError), broken.closing():
+        raise KeyError("no such metric")
+    assert client.get_run(done.run_id).info.status == "FINISHED"
+    failed = client.get_run(broken.run_id)
+    assert failed.info.status == "FAILED" and failed.data.tags[TAG_ERROR] == "KeyError: 'no such metric'"
