@@ -105,6 +105,7 @@ def test_data_that_is_not_here_and_cannot_be_downloaded_is_one_line(tmp_path):
     assert "run 'curl -L -o npl.tar.gz http" in line
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_a_bad_id_is_one_line_naming_a_close_match(tmp_path):
     done = command("corpus=irds", "corpus.id=vaswan", cwd=tmp_path)
     assert done.returncode == 1  # the job failed, on bad input

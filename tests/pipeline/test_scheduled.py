@@ -126,6 +126,7 @@ def test_the_ci_workflow_is_scheduled_and_runs_the_same_command():
     assert any(step.get("uses", "").startswith("actions/upload-artifact") for step in steps)
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_the_cron_line_runs_for_real(tmp_path, empty_store, scifact_folder):
     """The cron entry's command, as cron runs it (``sh -c``), on this checkout: store and folders in tmp_path."""
     _, ((_, command),) = crontab((DEPLOY / "cron" / "rankscope-nightly.cron").read_text())
@@ -173,6 +174,7 @@ def test_a_config_error_is_told_once_and_names_no_folder_that_was_never_made(lau
     assert not (launch_dir / "s").exists() or not any((launch_dir / "s").rglob("mlflow_sweep.json"))
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_a_sigint_sent_to_the_scheduler_alone_stops_the_sweep(launch_dir, scifact_folder):
     # a terminal's Ctrl-C reaches both processes; `kill -INT` (a supervisor) reaches only this one, which then
     # passes it on instead of letting the sweep run to its end and exit 0

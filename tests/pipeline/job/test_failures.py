@@ -17,6 +17,7 @@ def runs_by_status(folder):
     return client, client.search_runs([experiment.experiment_id])
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_a_failed_sweep_point_leaves_the_other_runs_intact_and_fails_the_parent(launch_dir, helpdesk_folder):
     tmp_path = launch_dir
     helpdesk = helpdesk_folder

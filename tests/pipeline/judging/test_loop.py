@@ -69,6 +69,7 @@ def test_the_pool_reports_each_order_and_writes_the_sheet_in_judging_order(poole
     assert len(lines) - 3 == len(pool) - 1
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_a_new_version_rescored_gives_what_a_job_with_its_qrels_gives(pooled):
     folder, parent, _ = pooled
     grades = sample_grades()

@@ -66,6 +66,7 @@ def resume_command(line: str) -> list[str]:
     (signal.SIGINT, 130, "Ctrl-C"),
     pytest.param(signal.SIGTERM, 143, "SIGTERM", marks=pytest.mark.slow),  # the same path, stopped another way
 ])
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_a_stopped_sweep_says_in_one_line_what_was_saved_and_how_to_resume(launch_dir, sig, status, word):
     sweep_dir = launch_dir / "sweep"
     process = start(launch_dir, *sweep_args(sweep_dir))
@@ -87,6 +88,7 @@ def test_a_stopped_sweep_says_in_one_line_what_was_saved_and_how_to_resume(launc
     assert_complete(launch_dir)
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_sync_of_a_sweep_killed_after_one_point_neither_calls_it_complete_nor_gates_it(launch_dir):
     sweep_dir = launch_dir / "sweep"
     process = start(launch_dir, *sweep_args(sweep_dir), "gate=default")
@@ -173,6 +175,7 @@ def test_a_single_run_stopped_by_ctrl_c_says_so_in_one_line(tmp_path):
     assert lines[0].startswith("rankscope: stopped by Ctrl-C: ")
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_resume_after_a_clean_finish_logs_nothing_twice(launch_dir, frozen_checkout):
     sweep_dir = launch_dir / "sweep"
     first = run_pipeline(launch_dir, *sweep_args(sweep_dir), code=frozen_checkout)  # one code version for both

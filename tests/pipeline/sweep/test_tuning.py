@@ -91,6 +91,7 @@ def runs(folder: Path):
     return client, parent, children
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_a_tiny_search_completes_and_logs_the_held_out_figure(tuned):
     tmp, done, _ = tuned
     _, parent, children = runs(tmp)

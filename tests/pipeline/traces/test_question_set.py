@@ -84,6 +84,7 @@ def rows(path: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_a_question_set_from_traces_with_the_judgments_people_left_on_them(judged_store, capsys):
     folder = judged_store
     status, out, err = made(folder, capsys)

@@ -221,6 +221,7 @@ def test_bad_input_is_one_line_and_a_failed_run(folder, capsys, overrides, says)
     assert job_runs(folder)[-1].info.status == "FAILED"
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_an_experiment_that_does_not_exist_is_one_line_from_the_command(folder):
     done = run_pipeline(folder, "retriever=traces", "retriever.experiment=rag-ap")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]

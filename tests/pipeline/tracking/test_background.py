@@ -118,6 +118,7 @@ def test_when_the_store_process_is_gone_the_job_logs_by_itself(tmp_path, store_p
     assert JobRecord.load(tmp_path / "job").run_id == published.run_id
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_a_single_run_logs_the_same_run_with_or_without_the_store_process(tmp_path):
     runs = {}
     for mode in ("1", "0"):
@@ -239,6 +240,7 @@ def test_a_process_forked_from_the_command_leaves_the_store_process_alone(tmp_pa
     assert store_process.serves(uri)
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_a_sweeps_driver_never_imports_mlflows_sqlalchemy_store(tmp_path):
     """Opening it costs about 1.9 s; the store process imported it while the driver composed the jobs."""
     probe = ("import atexit, os, runpy, sys; me = os.getpid(); "
@@ -332,6 +334,7 @@ STOPPED_WHILE_THE_COPY_WORKS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
 def test_a_stop_while_the_store_process_does_not_answer_acts_at_once_and_ends_it(tmp_path, name):
     """Before, the stop waited for the call's answer: the length of MLflow's retries, minutes per request."""

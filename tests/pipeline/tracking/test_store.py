@@ -65,6 +65,7 @@ def schema_version(db) -> str | None:
             return None
 
 
+@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_a_new_store_appears_whole_the_moment_its_file_exists(tmp_path):
     """MLflow spends seconds building a new store's tables; the store's file appears only once they are all there,
     so a process killed meanwhile (Ctrl-C, kill -9) cannot leave a half-made store no later command opens."""
