@@ -28,7 +28,8 @@ from pipeline.config import schema
 from pipeline.config.overrides import readable, unreadable
 from pipeline.config.paths import CONF_DIR
 from pipeline.job.context import JobContext, config_tags
-from pipeline.job.run import JobFailed, execute_job, finish_waiting
+from pipeline.job.recording import JobFailed
+from pipeline.job.run import execute_job, finish_waiting
 from pipeline.sweep.tuning import is_tuning, objective, trial_line
 from pipeline.tracking import background
 
