@@ -28,7 +28,7 @@ from pipeline.tracking.client import MlflowClient, Run
 from pipeline.tracking.comparisons import baseline_tag, promote
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.selectors import NoMatch, corpus_key, corpus_of, describe, metric_key, resolve
-from pipeline.tracking.store import STORE_ERRORS, client_for, store_error
+from pipeline.tracking.store import STORE_ERRORS, client_for, store_error, tracking_uri
 
 SAYS = SAYS_GATE
 EXIT_PASS, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
@@ -135,9 +135,11 @@ def gate_sweep(client: MlflowClient, experiment_id: str, parent_run_id: str, sys
     return outcome
 
 
-def gate_single_run(uri: str, run_id: str, settings: Any, tags: Mapping[str, str] | None = None) -> int:
-    """``python -m pipeline gate=default`` (no sweep): the gate on the run just logged; its exit status."""
-    client = client_for(uri)
+def gate_single_run(configured_uri: str | None, launch_dir: Path, run_id: str, settings: Any,
+                    tags: Mapping[str, str] | None = None) -> int:
+    """``python -m pipeline gate=default`` (no sweep): the gate on the run just logged (in the store
+    ``tracking.uri`` names, relative to ``launch_dir``); its exit status."""
+    client = client_for(tracking_uri(configured_uri, launch_dir))
     try:
         candidate = resolve(client, None, run_id)
         overrides = candidate.data.tags.get(TAG_OVERRIDES, "")
