@@ -54,7 +54,8 @@ if __name__ == "__main__":
             from pipeline.tracking import background
 
             background.start()
-        from pipeline.app import main, saved
+        from pipeline.app import main
+        from pipeline.sweep.stopped import saved
     except KeyboardInterrupt as exc:
         code, word = interrupts.status(exc)
         print(f"rankscope: stopped by {word} while starting: nothing was done", file=sys.stderr, flush=True)

@@ -6,7 +6,6 @@ reference and re-run this module's registrations (schemas, the ``rankscope.stamp
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import secrets
@@ -21,16 +20,17 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from pipeline.common import collector, commands, interrupts, progress
+from pipeline.common import collector, interrupts, progress
 from pipeline.common.names import MULTIRUN_CONFIG, PROG, TAG_KIND
 from pipeline.common.redact import mask_yaml_file, one_line, redact_log_records, redact_std_streams, redact_text
 from pipeline.config import schema
 from pipeline.config.overrides import readable, unreadable
 from pipeline.config.paths import CONF_DIR
 from pipeline.job.context import JobContext, config_tags
-from pipeline.job.run import JobFailed, execute_job, finish_waiting
+from pipeline.job.recording import JobFailed
+from pipeline.job.run import execute_job
+from pipeline.sweep.stopped import interrupted
 from pipeline.sweep.tuning import is_tuning, objective, trial_line
-from pipeline.tracking import background
 
 TUNE_HINT = "pip install 'rankscope[tune]'"
 
@@ -98,52 +98,14 @@ def task(cfg: DictConfig) -> str | float | None:
         return objective(outcome)
     if not multirun and cfg.get("gate") is not None and outcome.run_id is not None:  # a sweep gates at its end
         from pipeline.decisions.gate import gate_single_run
-        from pipeline.tracking.store import tracking_uri
 
-        status = gate_single_run(tracking_uri(cfg.tracking.uri, launch_dir), outcome.run_id, cfg.gate,
-                                 config_tags(cfg))
+        status = gate_single_run(cfg.tracking.uri, launch_dir, outcome.run_id, cfg.gate, config_tags(cfg))
         if status:
             sys.exit(status)
     return outcome.run_id
 
 
 _hydra_main = hydra.main(version_base="1.3", config_path=str(CONF_DIR), config_name="config")(task)
-
-
-def interrupted(exc: KeyboardInterrupt) -> None:
-    """One line: what was saved and how to go on; then exit 130 (Ctrl-C) or 143 (SIGTERM). The sweep's exit
-    handler closes its runs FAILED after this; a second Ctrl-C no longer interrupts that."""
-    interrupts.shielded()
-    with contextlib.suppress(Exception):  # a job of the sweep that had computed everything is logged first
-        finish_waiting()
-        background.settle()
-    code, word = interrupts.status(exc)
-    print(f"{PROG}: stopped by {word}: {saved()}", file=sys.stderr, flush=True)
-    sys.exit(code)
-
-
-def saved() -> str:
-    """What an interrupted command leaves behind, and the command that goes on from there."""
-    watched = interrupts.WATCHED
-    if watched.sweep_dir is not None:
-        from pipeline.sweep.resume import sweep_state
-        from pipeline.tracking.store import any_not_answering
-
-        state = sweep_state(watched.sweep_dir)
-        down = any_not_answering()
-        runs = (f"the tracking store does not answer ({down}): the resume closes the runs still open" if down else
-                "the runs still open are closed FAILED")
-        return f"{state.counts()} (in {watched.sweep_dir}); {runs}. Resume with: {commands.line(watched.resume)}"
-    if watched.output_dir is not None:
-        from pipeline.tracking.records import JobRecord
-
-        record = JobRecord.load(watched.output_dir)
-        if record is not None and record.pending:
-            return (f"the results were saved in {watched.output_dir} but not logged; log them with: "
-                    f"{commands.line(commands.module('pipeline.sync', str(watched.output_dir)))}")
-        if record is not None:
-            return f"the run was logged ({record.run_id}) before the stop"
-    return "the job had not finished: nothing was saved or logged; run the command again"
 
 
 def main() -> None:

@@ -37,7 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from metrics.errors import InputError
     from pipeline.decisions.comparison import parse_list
-    from pipeline.decisions.gate import EXIT_ERROR, GateOutcome, load_settings, run_gate, say
+    from pipeline.decisions.gate import EXIT_ERROR, GateOutcome, run_gate, say
+    from pipeline.decisions.gate_settings import load_settings
     from pipeline.tracking.selectors import resolve
     from pipeline.tracking.store import STORE_ERRORS, Store, store_error, tracking_uri
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 from pathlib import Path
 
@@ -30,3 +31,29 @@ def test_the_top_level_holds_only_commands_and_packages():
     assert modules == ["__init__", "__main__", "app", "compare", "gate", "judge", "questions", "scheduled", "server",
                        "sync",
                        "ui"]
+
+
+OUR_ROOTS = ("pipeline", "metrics", "retrievers")
+MOST_OF_OURS = 12  # a module that needs more of ours does more than one thing
+
+
+def our_imports(path: Path) -> set[str]:
+    """The distinct modules of ours named in any import statement of ``path``, function bodies included: ``from
+    pipeline.x import y`` names ``pipeline.x``; relative imports are resolved against the file's package."""
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    package = parts[:-1]
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            names.add(".".join(base + ([node.module] if node.module else [])))
+    return {name for name in names if name.split(".")[0] in OUR_ROOTS}
+
+
+def test_no_module_imports_more_than_twelve_of_the_projects_modules():
+    counts = {str(path.relative_to(REPO)): len(our_imports(path))
+              for root in OUR_ROOTS for path in sorted((REPO / root).rglob("*.py"))}
+    offenders = {path: n for path, n in sorted(counts.items(), key=lambda item: -item[1]) if n > MOST_OF_OURS}
+    assert not offenders, "\n".join(f"{path}: {n} of our modules" for path, n in offenders.items())

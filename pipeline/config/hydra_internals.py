@@ -3,7 +3,7 @@ loudly if a Hydra release changes what it relies on.
 
 1. Each job's config composed once per sweep in the driver, however many times Hydra asks for it.
 
-In a basic sweep the driver composes every job's config three times: :func:`pipeline.sweep.callback.validate_jobs`
+In a basic sweep the driver composes every job's config three times: :func:`pipeline.sweep.jobs.validate_jobs`
 checks them all before anything starts, Hydra's sweeper composes them again to check the batch
 (``validate_batch_is_legal``), and the launcher composes each once more to run it. Composing is ~70 ms of CPU
 per job (the defaults tree, every YAML file, the structured schemas); a copy of a composed config is ~4 ms.

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from metrics.errors import InputError
+
 REPO_CONF = Path(__file__).resolve().parents[2] / "conf"
 PACKAGED_CONF = Path(__file__).resolve().parents[1] / "conf"
 
@@ -33,3 +35,13 @@ def entry_defaults(group: str, choice: str | None, conf: Path = CONF_DIR) -> dic
     if not isinstance(found, dict):
         return {}
     return {str(k): v for k, v in found.items() if k != "defaults" and not isinstance(v, dict | list)}
+
+
+def settings_file(name: str, folder: Path, what: str) -> Path:
+    """``folder/NAME.yaml``, or ``name`` itself when it is a YAML file's path; when there is none, an InputError
+    naming the ``what`` settings the folder has."""
+    path = Path(name) if name.endswith((".yaml", ".yml")) else folder / f"{name}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.yaml")))
+        raise InputError(f"no {what} settings {name!r} (conf/{folder.name}/ has: {known})", path)
+    return path

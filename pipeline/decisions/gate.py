@@ -17,27 +17,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
-
 from metrics.comparison import gate
 from metrics.errors import InputError
-from metrics.spec import parse_metrics
 from pipeline.common import commands
 from pipeline.common.names import GATE_FILE, SAYS_GATE, TAG_GATE, TAG_GATE_REASON, TAG_OVERRIDES, TAG_SWEEP_PARENT
-from pipeline.common.redact import one_line, redact_text
-from pipeline.config.paths import CONF_DIR
-from pipeline.config.schema import GateConfig
+from pipeline.common.redact import redact_text
 from pipeline.decisions.comparison import check_comparable, compare_sides, load_side, record, shared_metrics
+from pipeline.decisions.gate_settings import check_settings
 from pipeline.tracking.client import MlflowClient, Run
 from pipeline.tracking.comparisons import baseline_tag, promote
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.selectors import NoMatch, corpus_key, corpus_of, describe, metric_key, resolve
-from pipeline.tracking.store import STORE_ERRORS, client_for, store_error
+from pipeline.tracking.store import STORE_ERRORS, client_for, store_error, tracking_uri
 
 SAYS = SAYS_GATE
 EXIT_PASS, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
-GATE_DIR = CONF_DIR / "gate"
 
 
 @dataclass(frozen=True)
@@ -49,34 +43,6 @@ class GateOutcome:
     @property
     def word(self) -> str:
         return {EXIT_PASS: "pass", EXIT_REGRESSION: "regression"}.get(self.status, "error")
-
-
-def load_settings(name: str = "default", overrides: Mapping[str, Any] | None = None) -> DictConfig:
-    """``conf/gate/NAME.yaml`` (or a path to a YAML file) checked against GateConfig, then ``overrides``."""
-    path = Path(name) if name.endswith((".yaml", ".yml")) else GATE_DIR / f"{name}.yaml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in GATE_DIR.glob("*.yaml")))
-        raise InputError(f"no gate settings {name!r} (conf/gate/ has: {known})", path)
-    try:
-        settings = OmegaConf.merge(OmegaConf.structured(GateConfig), OmegaConf.load(path),
-                                   {k: v for k, v in (overrides or {}).items() if v is not None})
-    except OmegaConfBaseException as exc:
-        raise InputError(f"gate settings: {one_line(exc)}", path) from None
-    return settings
-
-
-def check_settings(settings: Any) -> list[str]:
-    """The gated metrics' names; bad values raise InputError."""
-    if float(settings.tolerance) < 0:
-        raise InputError(f"gate.tolerance is the largest acceptable drop: it must be >= 0, got {settings.tolerance}")
-    if not 0 < float(settings.confidence) < 1:
-        raise InputError(f"gate.confidence must be within (0, 1), got {settings.confidence}")
-    if int(settings.resamples) < 1 or int(settings.permutations) < 1:
-        raise InputError("gate.resamples and gate.permutations must be at least 1")
-    names = [spec.name for spec in parse_metrics([str(m) for m in settings.metrics])]
-    if not names:
-        raise InputError("gate.metrics is empty: name at least one metric, e.g. [ndcg@10]")
-    return names
 
 
 def baseline_of(client: MlflowClient, experiment_id: str, candidate: Run, selector: str) -> Run:
@@ -169,9 +135,11 @@ def gate_sweep(client: MlflowClient, experiment_id: str, parent_run_id: str, sys
     return outcome
 
 
-def gate_single_run(uri: str, run_id: str, settings: Any, tags: Mapping[str, str] | None = None) -> int:
-    """``python -m pipeline gate=default`` (no sweep): the gate on the run just logged; its exit status."""
-    client = client_for(uri)
+def gate_single_run(configured_uri: str | None, launch_dir: Path, run_id: str, settings: Any,
+                    tags: Mapping[str, str] | None = None) -> int:
+    """``python -m pipeline gate=default`` (no sweep): the gate on the run just logged (in the store
+    ``tracking.uri`` names, relative to ``launch_dir``); its exit status."""
+    client = client_for(tracking_uri(configured_uri, launch_dir))
     try:
         candidate = resolve(client, None, run_id)
         overrides = candidate.data.tags.get(TAG_OVERRIDES, "")

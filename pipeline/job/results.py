@@ -1,11 +1,9 @@
-"""What a job produced (:class:`JobResult`), its per-question table, and the files it writes into its folder."""
+"""What a job produced (:class:`JobResult`), how it is scored (every metric per question, on condensed lists too,
+each mean's bootstrap interval) and its per-question table; the files it writes are :mod:`pipeline.job.files`'s."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,27 +13,20 @@ from metrics.errors import InputError, Note
 from metrics.evaluation import Evaluation, evaluate
 from metrics.judged import judged_only
 from metrics.run import PAD, Run
-from metrics.trec import trec_run_bytes
 from pipeline.common import commands, progress
 from pipeline.common.names import (
     CONDENSED,
-    CONFIG_FILE,
     DOCUMENTS_METRIC,
     JUDGE_SHEET,
     LOWER,
-    MEANS_FILE,
     NOT_RELEVANT_METRIC,
-    NOTES_FILE,
     NOTES_PREFIX,
-    PER_QUESTION_FILE,
     QUESTIONS_PREFIX,
     RUN_FILE,
     TIME_PREFIX,
     UPPER,
 )
-from pipeline.common.redact import redact_text, redact_tree
 from pipeline.config.build import MetricPlan
-from pipeline.config.hydra_internals import yaml_text
 from pipeline.data.collection import Collection
 from pipeline.reports.text import job_text
 from retrievers import Retriever
@@ -74,6 +65,14 @@ class JobResult:
                    per_question_table(collection, run, evaluation), seconds, extra,
                    [*collection.notes, *retriever.notes()], rankings_from=retriever.source(),
                    kept=retriever.files())
+
+    def add_condensed(self) -> None:
+        """``metrics.judged_only``: the same metrics on condensed lists, their intervals and their per-question
+        columns, beside and apart from the standard figures."""
+        condensed = score_condensed(self.run, self.collection, self.plan)
+        self.condensed = bootstrap(condensed, self.plan)
+        for name in condensed.per_question.columns:
+            self.table[condensed_column(name)] = condensed.per_question[name].reindex(self.table["query_id"]).to_numpy()
 
     @property
     def scored(self) -> bool:
@@ -221,47 +220,3 @@ def first_columns(table: pd.DataFrame, primary: str) -> pd.DataFrame:
     document, the failure classes, then the question and everything else in its order."""
     lead = [c for c in ("query_id", primary, "first_relevant_rank", "failure_classes", "question") if c in table]
     return table[lead + [c for c in table.columns if c not in lead]]
-
-
-def write_results(result: JobResult, out_dir: Path) -> list[Path]:
-    """The job's files: resolved config (secrets masked), per-question CSV, TREC run, metric means; the notes, one
-    line per kind, when there are any; the files the retriever keeps (``traces.csv``). Only the notes and the
-    retriever's files are written here: the caller hands the others to another process (:func:`files_beside`)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = [out_dir / CONFIG_FILE, out_dir / PER_QUESTION_FILE, out_dir / RUN_FILE, out_dir / MEANS_FILE]
-    if notes := result.note_lines():
-        files.append(out_dir / NOTES_FILE)
-        files[-1].write_text("".join(f"{redact_text(note)}\n" for note in notes), encoding="utf-8")
-    for name, content in result.kept.items():
-        files.append(out_dir / name)
-        files[-1].write_bytes(content)
-    return files
-
-
-def files_beside(result: JobResult, table: pd.DataFrame, config: dict,
-                 out_dir: Path) -> dict[Path, Callable[[], bytes]]:
-    """The makers of the job's files that take time to format: the per-question CSV (of ``table``, the result's
-    table with its secrets masked) and the run file (about 80 ms of a SciFact job), the config and the means (8 ms);
-    each a picklable function giving the file's bytes, so that another process can write it."""
-    return {out_dir / PER_QUESTION_FILE: functools.partial(_csv_bytes, table),
-            out_dir / RUN_FILE: functools.partial(trec_run_bytes, result.run, _tag(result.system)),
-            out_dir / CONFIG_FILE: functools.partial(_config_bytes, config),
-            out_dir / MEANS_FILE: functools.partial(_means_bytes, result.means_frame())}
-
-
-def _csv_bytes(table: pd.DataFrame) -> bytes:
-    return table.to_csv(index=False).encode("utf-8")
-
-
-def _means_bytes(means: pd.DataFrame) -> bytes:
-    return means.to_csv().encode("utf-8")
-
-
-def _config_bytes(tree: dict) -> bytes:
-    """The resolved config (:func:`pipeline.config.build.plain`) as YAML, secrets masked."""
-    return yaml_text(redact_tree(tree)).encode("utf-8")
-
-
-def _tag(system: str) -> str:
-    """A TREC run tag is one whitespace-free token."""
-    return "_".join(system.split()) or "rankscope"

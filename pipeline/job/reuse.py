@@ -26,6 +26,7 @@ from omegaconf import DictConfig
 
 from metrics.errors import InputError
 from metrics.run import Run
+from pipeline.common.names import CACHE_PREFIX
 from pipeline.config.build import plain
 from pipeline.data.collection import Collection
 from pipeline.data.sources import CorpusSource
@@ -130,6 +131,10 @@ class JobReuse:
         counts["collections_loaded"] = int(self._collection_origin == "loaded")
         counts["collections_reused"] = int(self._collection_origin == "reused")
         return counts
+
+    def reused_metrics(self) -> dict[str, int]:
+        """The counters as the job's metrics (``cache/<counter>``)."""
+        return {CACHE_PREFIX + name: count for name, count in self.counters().items()}
 
     # -- corpus ------------------------------------------------------------------------------------------------
 

@@ -1,11 +1,13 @@
 """Pull: the assessors' grades (from Label Studio or sheets) checked against the pool, their agreement, one grade per
-pair by the settings' rule, and the next qrels version written whole into the pool's folder."""
+pair by the settings' rule, and the next qrels version written whole into the pool's folder, then logged to MLflow as
+a dataset (after the version it follows, when the chain starts with the runs' own qrels)."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -17,12 +19,16 @@ from pipeline.common.names import (
     DISAGREEMENTS_FILE,
     QRELS_BEIR,
     QRELS_TREC,
+    TAG_DOCUMENTS_DIGEST,
+    TAG_QUESTIONS_DIGEST,
     VERSION_TEXT,
 )
 from pipeline.judging.pooling import SavedPool
 from pipeline.judgments.agreement import KEY, Agreement, agreement, merge
 from pipeline.judgments.scale import Scale
-from pipeline.judgments.versions import Version, beir_text, next_version, trec_text
+from pipeline.judgments.versions import Version, beir_text, frame, next_version, trec_text
+from pipeline.tracking import judgments as tracked
+from pipeline.tracking.client import MlflowClient
 
 VERSIONS = "versions"  # under a pool's folder: one folder per qrels version, named by its digest
 SHOWN = 10
@@ -111,3 +117,33 @@ def write_version(pulled: Pulled, saved: SavedPool, text: str) -> Path:
 
 def version_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file())
+
+
+def log_version(client: MlflowClient, experiment: str, uri: str, pulled: Pulled, saved: SavedPool,
+                target: Path) -> tuple[str, str]:
+    """Log the version written in ``target`` as a dataset of the judgments experiment, with its counts, agreement,
+    assessors and date (the runs' own qrels first, when the chain starts there). Returns the experiment's id and
+    the version's run id."""
+    experiment_id = tracked.judgments_experiment(client, experiment, uri)
+    tags = {TAG_DOCUMENTS_DIGEST: saved.meta["documents_digest"], TAG_QUESTIONS_DIGEST: saved.meta["questions_digest"]}
+    v = pulled.version
+    parent = saved.base()
+    if tracked.version_run(client, experiment_id, v.parent_digest) is None:  # the chain starts with the runs' own
+        with tempfile.TemporaryDirectory() as tmp:
+            first = Path(tmp) / QRELS_TREC
+            first.write_text(trec_text(parent), encoding="utf-8")
+            tracked.log_version(client, experiment_id, frame(parent), digest=v.parent_digest, parent="",
+                                corpus=saved.meta["label"], tags=tags,
+                                counts={"judgments": len(parent), "questions": len(parent.judged_queries())},
+                                assessors=[], judged_at="", files=[first], source=str(saved.folder))
+    counts: dict[str, float] = dict(v.counts())
+    if pulled.agreement is not None:
+        counts.update({"agreement_alpha": pulled.agreement.alpha, "agreement_exact": pulled.agreement.exact})
+        if pulled.agreement.kappa is not None:
+            counts.update({"agreement_kappa": pulled.agreement.kappa,
+                           "agreement_weighted_kappa": pulled.agreement.weighted_kappa or float("nan")})
+    run_id = tracked.log_version(client, experiment_id, frame(v.qrels), digest=v.digest, parent=v.parent_digest,
+                                 corpus=saved.meta["label"], tags=tags, counts=counts, assessors=pulled.assessors,
+                                 judged_at=pulled.judged_at or datetime.now(UTC).isoformat(timespec="seconds"),
+                                 files=version_files(target), source=str(target))
+    return experiment_id, run_id

@@ -1,7 +1,7 @@
 """Re-score without re-ranking: each selected run's stored ``run.trec`` scored against the qrels version it was
 scored with and against the new one, with the metrics its job was configured with; what changed (each system's
-primary metric and judged@k before and after, the ordering's Kendall's tau, every flipped pairwise verdict) and the
-regression gates decided on the old version, decided again on the new one."""
+primary metric and judged@k before and after, the ordering's Kendall's tau, every flipped pairwise verdict). The
+gates decided again are :mod:`~pipeline.judging.gates_again`'s, the report :mod:`~pipeline.judging.changes_report`'s."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from metrics.bootstrap import Interval, bootstrap_ci
-from metrics.comparison import compare, gate
 from metrics.evaluation import evaluate
 from metrics.qrels import Qrels
 from metrics.run import PAD, Run
@@ -22,7 +21,8 @@ from pipeline.common.names import LOWER, QUESTIONS_PREFIX, UPPER
 from pipeline.config.build import MetricPlan, metric_plan
 from pipeline.judging.sources import Ranked
 from pipeline.judgments.changes import Changes, changes
-from pipeline.reports.text import format_table
+from pipeline.tracking import judgments as tracked
+from pipeline.tracking.client import MlflowClient
 
 JUDGED_K = 10
 TOP_SHOWN = 3
@@ -101,6 +101,17 @@ class Rescored:
     reused: bool = False
 
 
+def rescore_run(client: MlflowClient, item: Ranked, old: Qrels, new: Qrels, tmp: Path) -> Rescored:
+    """One run's stored ranking scored against the qrels it was scored with and the new ones, with its job's metrics,
+    over the questions its job evaluated and those it ranked."""
+    plan = plan_of(tracked.config_file(client, item.run, tmp))
+    table = tracked.per_question(client, item.run, tmp)
+    questions = list(dict.fromkeys([*table.index.astype(str), *item.ranking.query_ids.astype(str)]))
+    said = dict(zip(table.index.astype(str), table["question"].astype(str))) if "question" in table else {}
+    return Rescored(item, plan, score_ranking(item.ranking, old, plan, questions, said),
+                    score_ranking(item.ranking, new, plan, questions, said))
+
+
 @dataclass
 class GateAgain:
     """A regression gate decided on the old version, and decided again on the new one."""
@@ -127,69 +138,3 @@ def what_changed(rescored: list[Rescored]) -> Changes:
     after = {r.ranked.system: r.after.table.set_index("query_id") for r in rescored}
     return changes(before, after, metric, f"judged@{JUDGED_K}", plan.confidence, min(plan.resamples, 5000),
                    10000, plan.seed)
-
-
-def gate_again(before: pd.DataFrame, after: pd.DataFrame, base_before: pd.DataFrame, base_after: pd.DataFrame,
-               metrics: list[str], tolerance: float, confidence: float, resamples: int, permutations: int,
-               seed: int) -> tuple[str, str]:
-    """The gate's line on the old tables and on the new ones (``metrics.comparison.gate``)."""
-    said = []
-    for candidate, baseline in ((before, base_before), (after, base_after)):
-        comparison = compare(baseline.set_index("query_id"), candidate.set_index("query_id"), metrics, confidence,
-                             resamples, permutations, seed)
-        said.append(gate(comparison, metrics, tolerance).reason)
-    return said[0], said[1]
-
-
-def changes_text(outcome: Outcome) -> str:
-    """The "Judgments" section: figures before and after, the ordering, flipped verdicts, gates decided again."""
-    c = outcome.changes
-    metric = c.metric
-    judged = f"judged@{JUDGED_K}"
-    rows = [("system", f"{metric} before", "after", "moved", f"{judged} before", "after")]
-    for system, row in c.table.iterrows():
-        rows.append((str(system), _n(row.before), _n(row.after), _n(row.moved, "+.3f"), _n(row.judged_before),
-                     _n(row.judged_after)))
-    unscored = c.table["before"].isna().all()
-    before_order = "nothing scored" if unscored else " > ".join(c.table.sort_values("rank_before").index)
-    after_order = " > ".join(c.table.sort_values("rank_after").index)
-    tau = "n/a (fewer than two systems scored both times)" if np.isnan(c.tau) else f"{c.tau:.3f}"
-    lines = [f"Judgments: re-scored against qrels version {outcome.digest} (parent {outcome.parent})", "",
-             format_table(rows, align="lrrrrr"), "",
-             f"Ordering by {metric}: before {before_order}; after {after_order}; Kendall's tau {tau}"]
-    flipped = c.flipped
-    total = len(c.verdicts)
-    lines.append(f"Pairwise verdicts on {metric} (paired bootstrap and randomisation test, Holm-adjusted): "
-                 f"{len(flipped)} of {total} flipped" + (":" if len(flipped) else ""))
-    for (a, b), row in flipped.iterrows():
-        lines.append(f"  {a} vs {b}: {_said(row.before, a, b)} -> {_said(row.after, a, b)}")
-    for g in outcome.gates:
-        lines.append(f"Gate {g.candidate} vs baseline {g.baseline}: on the old version {g.before}; on the new one "
-                     f"{g.after}")
-    return "\n".join(lines)
-
-
-def report_html(outcome: Outcome, text: str, meta: dict[str, str]) -> str:
-    """A re-scoring's report.html: the sweep report's sections over the re-scored systems, after a "Judgments"
-    section saying what changed."""
-    from pipeline.analysis.summary import SystemRun, summarize
-    from pipeline.reports.html import Section
-    from pipeline.reports.sweep_page import PageFiles, sweep_page
-
-    plan = outcome.rescored[0].plan
-    systems = [SystemRun(r.run_id or r.ranked.run_id, r.ranked.system, "FINISHED", i, r.after.metrics(plan),
-                         per_question=r.after.table.set_index("query_id"), params=dict(r.ranked.run.data.params))
-               for i, r in enumerate(outcome.rescored) if len(r.after.table)]
-    summary = summarize(systems, "", plan.show, plan.primary, plan.confidence, min(plan.resamples, 5000), plan.seed)
-    judgments = Section("Judgments", "What re-scoring against the new qrels version changed.",
-                        table=outcome.changes.table.round(4).reset_index(), preformatted=text, anchor="judgments")
-    return sweep_page(summary, f"Re-scored with qrels {outcome.digest}", meta, [], None, {}, PageFiles(),
-                      first=[judgments])
-
-
-def _n(value: float, form: str = ".3f") -> str:
-    return "--" if np.isnan(value) else format(value, form)
-
-
-def _said(verdict: str, a: str, b: str) -> str:
-    return {"a better": f"{a} better", "b better": f"{b} better"}.get(verdict, "tied")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -12,12 +11,14 @@ from omegaconf.errors import OmegaConfBaseException
 
 from metrics.errors import InputError
 from pipeline.common.redact import one_line
-from pipeline.config.paths import CONF_DIR
+from pipeline.config.paths import CONF_DIR, settings_file
 from pipeline.judgments.agreement import MAJORITY, RULES
 from pipeline.judgments.pool import DEFAULT_DEPTH, DEFAULT_PERSISTENCE, ORDERS, RBP, TARGET
 from pipeline.judgments.scale import DEFAULT_MEANINGS, Scale
 
 JUDGE_DIR = CONF_DIR / "judge"
+JUDGING_DIR = "judging"  # pools and their versions, under the folder the command starts in
+LABEL_STUDIO = "label-studio"  # --to and --from: the assessors are in Label Studio
 
 
 @dataclass
@@ -48,10 +49,7 @@ class JudgeSettings:
 def load_settings(name: str = "default", overrides: Mapping[str, Any] | None = None) -> JudgeSettings:
     """``conf/judge/NAME.yaml`` (or a YAML file's path) checked against :class:`JudgeSettings`, then ``overrides``
     (None values ignored); bad values are one InputError line."""
-    path = Path(name) if name.endswith((".yaml", ".yml")) else JUDGE_DIR / f"{name}.yaml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in JUDGE_DIR.glob("*.yaml")))
-        raise InputError(f"no judging settings {name!r} (conf/judge/ has: {known})", path)
+    path = settings_file(name, JUDGE_DIR, "judging")
     try:
         merged = OmegaConf.merge(OmegaConf.structured(JudgeSettings), OmegaConf.load(path),
                                  {k: v for k, v in (overrides or {}).items() if v is not None})

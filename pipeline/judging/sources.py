@@ -108,3 +108,19 @@ def find_version(client: MlflowClient, experiment: str, uri: str, text: str, fol
 def scored_with(run: MlflowRun) -> str | None:
     """The digest of the qrels version that scored ``run``."""
     return run.data.tags.get(TAG_QRELS_DIGEST)
+
+
+def scored_version(client: MlflowClient, experiment: str, uri: str, item: Ranked, digest: str | None, tmp: Path,
+                   base: Path) -> QrelsVersion:
+    """The version a run was scored with: logged (by its digest), else the corpus's own qrels read again."""
+    if digest:
+        try:
+            return find_version(client, experiment, uri, digest, tmp)
+        except InputError:
+            pass
+    collection = collection_of(client, item.run, tmp, base)
+    qrels = collection.qrels
+    if digest and qrels.digest() != digest:
+        raise InputError(f"{item.system} was scored with qrels {digest}, which is neither logged as a version nor "
+                         f"the judgments its corpus holds now ({qrels.digest()})")
+    return QrelsVersion(qrels, qrels.digest())

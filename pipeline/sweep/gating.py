@@ -10,8 +10,7 @@ from typing import Any
 from pipeline.analysis.summary import SweepSummary
 from pipeline.common.names import PROG
 from pipeline.job.context import config_tags
-from pipeline.sweep.close import sync_command
-from pipeline.sweep.resume import sweep_state
+from pipeline.sweep.resume import sweep_state, sync_command
 from pipeline.tracking.runs import Tracker
 
 

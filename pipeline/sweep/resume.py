@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from metrics.errors import InputError
+from pipeline.common import commands
 from pipeline.common.names import LOCK_FILE
 from pipeline.job.context import SweepHandle
 from pipeline.tracking.records import JobRecord
@@ -115,3 +116,8 @@ def sweep_state(sweep_dir: Path, handle: SweepHandle | None = None) -> SweepStat
             logged.add(job)
     points = len(handle.points) if handle is not None and handle.points is not None else None
     return SweepState(points, frozenset(logged), frozenset(pending - logged), frozenset(failed - logged - pending))
+
+
+def sync_command(sweep_dir: Path) -> str:
+    """The command that logs what the sweep's jobs computed but could not log (and closes the sweep again)."""
+    return commands.line(commands.module("pipeline.sync", str(sweep_dir)))

@@ -26,12 +26,13 @@ from pipeline.config.hydra_internals import (
     _lean_run_job,
     compose_normally,
     compose_once,
+    job_override_lists,
     run_jobs_leanly,
     run_jobs_normally,
     save_yaml,
     yaml_text,
 )
-from pipeline.sweep.callback import job_override_lists, validate_jobs
+from pipeline.sweep.jobs import validate_jobs
 
 SWEEP = ["retriever.k1=0.9,1.2", "retriever.b=0.4,0.75"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from pipeline.job.run import JobFailed
+from pipeline.job.recording import JobFailed
 from tests.pipeline.helpers import log_run, run_pipeline
 
 

@@ -17,7 +17,7 @@ from mlflow import MlflowClient
 
 from pipeline.common.names import JOB_LOG_FILE, NOTES_FILE, RECORD_FILE, TAG_ERROR, TAG_OUTPUT_DIR
 from pipeline.data import helpdesk
-from pipeline.job.run import JobFailed
+from pipeline.job.recording import JobFailed
 from tests.pipeline.config.engines import OtherIds
 from tests.pipeline.helpers import job_runs, log_run, run_pipeline
 from tests.retrievers.search_server import SearchServer

@@ -100,7 +100,7 @@ def test_the_per_question_csv_holds_the_table_with_its_secrets_masked(tmp_path):
     by the sweep's end) as in MLflow's table: both are written from the one masked copy of the table."""
     from types import SimpleNamespace
 
-    from pipeline.job.results import files_beside
+    from pipeline.job.files import files_beside
     from pipeline.tracking.destination import Destination
 
     frame = pd.DataFrame({"query_id": ["q1", "q2"], "question": ["reset my password", "why is api_key=abc123 leaked"],

@@ -21,7 +21,9 @@ from pipeline.reports.sweep_page import (
     notes_html,
     retriever_settings,
 )
-from pipeline.sweep.report import diagnoses_of, report_html, sweep_figures
+from pipeline.sweep.exports import diagnoses_of
+from pipeline.sweep.figures import sweep_figures
+from pipeline.sweep.report import report_html
 from retrievers import BM25, LSA
 from tests.pipeline.measured import measured
 from tests.pipeline.reports.test_html import parse

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.common.names import JOBS_PREFIX, TAG_BEST, TAG_CORPUS, TAG_DESCRIPTION, TAG_KIND
 from pipeline.job.context import SweepHandle
-from pipeline.sweep.close import log_summary
+from pipeline.sweep.parent_summary import log_summary
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.store import Store
 from tests.pipeline.sweep.test_report import A, B, C, summary_of

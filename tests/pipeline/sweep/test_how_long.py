@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.sweep.callback import say_how_long
+from pipeline.sweep.pace import say_how_long
 
 
 def test_a_long_sweep_says_how_long_after_its_first_job(capsys):

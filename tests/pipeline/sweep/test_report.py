@@ -17,15 +17,9 @@ from pipeline.analysis.summary import SystemRun, summarize
 from pipeline.common.names import DIAGNOSIS_DIR, PAIRS_FILE, REPORT_FILE, SUMMARY_LATEX, SUMMARY_MARKDOWN
 from pipeline.config.build import metric_plan
 from pipeline.reports import means_plot, paired_plot
-from pipeline.sweep.report import (
-    FirstFigures,
-    interval_figure,
-    long_means,
-    plots_and_report,
-    report_html,
-    sweep_figures,
-    uncompared_figures,
-)
+from pipeline.sweep.drawing import FirstFigures
+from pipeline.sweep.figures import interval_figure, long_means, sweep_figures, uncompared_figures
+from pipeline.sweep.report import plots_and_report, report_html
 from pipeline.tracking.runs import Tracker
 from pipeline.tracking.store import Store
 
@@ -91,7 +85,7 @@ def test_the_heat_map_has_a_row_per_question_up_to_fifty_then_a_row_per_rank_buc
     from matplotlib.figure import Figure
 
     from pipeline.reports.rank_buckets import HEATMAP_MAX_ROWS
-    from pipeline.sweep.report import rank_heatmap
+    from pipeline.sweep.figures import rank_heatmap
 
     ranks = pd.DataFrame({"A": np.arange(HEATMAP_MAX_ROWS + 1) % 12, "B": 1})
     per_question = rank_heatmap(ranks.iloc[:HEATMAP_MAX_ROWS], 3, 10, None)

@@ -138,7 +138,8 @@ def test_a_sweep_run_in_this_process_imports_what_its_end_uses_once_its_first_jo
 
     script = """
 import sys, threading
-from pipeline.sweep.callback import END_MODULES, MlflowSweep, _import_the_ends_modules
+from pipeline.sweep.callback import MlflowSweep
+from pipeline.sweep.pace import END_MODULES, _import_the_ends_modules
 sweep = MlflowSweep()
 sweep.on_job_end(None, None)  # no sweep run in this process: nothing starts
 assert threading.active_count() == 1

@@ -17,7 +17,7 @@ from mlflow import MlflowClient
 from pipeline.common.names import PER_QUESTION_FILE, RUN_FILE, TAG_NOTES, TAG_OUTPUT_DIR, TAG_RANKINGS_FROM, TRACES_FILE
 from pipeline.compare import main as compare
 from pipeline.gate import main as gate
-from pipeline.job.run import JobFailed
+from pipeline.job.recording import JobFailed
 from tests.pipeline.helpers import job_runs, log_run, run_pipeline
 
 TANTIVY = "tests.pipeline.config.engines.TantivySearch"
