@@ -28,20 +28,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--tracking-uri", help="the store to log to (default: the one the jobs used)")
     args = p.parse_args(argv)
     from metrics.errors import InputError  # the work's imports come after the arguments are read
-    from pipeline.common.redact import redact_text
     from pipeline.sweep.sync import SAYS, sync
-    from pipeline.tracking.store import STORE_ERRORS, store_error
+    from pipeline.tracking.store import STORE_ERRORS, refusal
 
     collector.resume()  # the imports' objects, frozen (pipeline.common.collector)
 
     try:
         return sync(args.folder, args.tracking_uri)
-    except InputError as exc:
-        print(f"{SAYS}: {redact_text(str(exc))}".replace("\n", " "), file=sys.stderr)
-        return 2
-    except STORE_ERRORS as exc:
-        print(f"{SAYS}: the tracking store did not answer: {store_error(exc)}", file=sys.stderr)
-        return 1
+    except (InputError, *STORE_ERRORS) as exc:
+        print(refusal(SAYS, exc), file=sys.stderr)
+        return 2 if isinstance(exc, InputError) else 1
 
 
 if __name__ == "__main__":
