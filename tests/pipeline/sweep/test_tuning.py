@@ -114,6 +114,7 @@ def test_a_tiny_search_completes_and_logs_the_held_out_figure(tuned):
     assert "Report the test column" in done.stdout
 
 
+@pytest.mark.slow  # they share a real tuning run (tens of seconds): CI runs them in make test-slow
 def test_the_held_out_run_uses_the_optimisers_best_parameters(tuned):
     tmp, _, _ = tuned
     _, parent, children = runs(tmp)
@@ -128,6 +129,7 @@ def test_the_held_out_run_uses_the_optimisers_best_parameters(tuned):
     assert parent.data.metrics["tune/best_trial/ndcg_at_5"] == pytest.approx(best.data.metrics["ndcg_at_5"])
 
 
+@pytest.mark.slow  # they share a real tuning run (tens of seconds): CI runs them in make test-slow
 def test_tuning_on_train_never_reads_the_test_judgments(tuned):
     tmp, _, opened = tuned
     judgments = [Path(p).name for p in opened if p.endswith(".tsv")]

@@ -30,6 +30,8 @@ from pipeline.data import helpdesk
 from pipeline.questions import main as questions
 from tests.pipeline.helpers import REPO, cli_env, log_run
 
+pytestmark = pytest.mark.slow  # a real traced application writes its store first (about 20 s): make test-slow
+
 CHUNKS = REPO / "tests" / "pipeline" / "data" / "own_files" / "chunks.parquet"  # the help-desk corpus as chunks
 JUDGED = ("q01", "q02", "q03", "q04", "q05")  # the questions the test's people judge on the traces
 
@@ -84,7 +86,6 @@ def rows(path: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
-@pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_a_question_set_from_traces_with_the_judgments_people_left_on_them(judged_store, capsys):
     folder = judged_store
     status, out, err = made(folder, capsys)
