@@ -156,6 +156,11 @@ def ui_seconds(folder: Path, repeats: int, mlflow_ui: bool = False) -> float:
                    "--port", "5123", "--workers", "1"]
     # make's own set-up first, untimed: a pyproject.toml newer than the last install would reinstall the venv
     subprocess.run(["make", "-s", "-C", str(REPO), ".venv/.installed"], check=True, capture_output=True)
+    return until_healthy(command, repeats, port=5123)
+
+
+def until_healthy(command: list[str], repeats: int, port: int) -> float:
+    """Median seconds from starting ``command`` (a server on ``port``) until its /health answers; stopped each time."""
     found = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -164,7 +169,7 @@ def ui_seconds(folder: Path, repeats: int, mlflow_ui: bool = False) -> float:
         try:
             while time.perf_counter() - start < 300:
                 try:
-                    with urllib.request.urlopen("http://127.0.0.1:5123/health", timeout=1) as answer:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as answer:
                         if answer.status == 200:
                             break
                 except OSError:

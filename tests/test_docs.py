@@ -1,4 +1,5 @@
-"""The README and the guides in docs/ link only to files that exist (anchors are not checked)."""
+"""The README and the guides in docs/: links to files that exist (anchors are not checked), blocks marked runnable
+that print what the page says, and figures between markers that bench/docs_figures.py measures."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+
+from bench.docs_figures import KNOWN, MARK, Figure, figure_names, run_block, runnable_blocks, with_figures, with_outputs
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -41,47 +44,64 @@ def test_links_in_code_are_not_links_and_anchors_are_dropped(tmp_path):
 
 
 # --- blocks marked runnable run as shown and print what the page says --------------------------------------------
+#
+# A fenced block after ``<!-- runnable: its output follows -->`` is run as typed (``python`` blocks with this
+# interpreter, the others with ``bash -c``, ``python`` on PATH being this interpreter), in a fresh temporary folder
+# that links to the repository's files and keeps what the block writes; the next fenced block is its output, stdout
+# and stderr together. Before comparing, the output is normalised as bench/docs_figures.py says: the temporary
+# folder prints as FOLDER, the home folder as ~, a run id (32 hex digits) as RUN_ID, no line keeps trailing spaces.
+# ``python -m bench.docs_figures --write`` writes today's outputs into the pages.
 
-MARK = "<!-- runnable: its output follows -->"
-BLOCK = re.compile(r"^(`{3,})([\w-]*)[ \t]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
-
-
-def runnable_blocks(page: Path) -> list[tuple[str, str, str]]:
-    """``(language, code, expected output)`` for each block after the mark: the next fenced block is its output."""
-    text = page.read_text(encoding="utf-8")
-    found = []
-    for part in text.split(MARK)[1:]:
-        blocks = BLOCK.findall(part)
-        assert len(blocks) >= 2, f"{page.name}: a runnable block without its output block after it"
-        (_, language, code), (_, _, output) = blocks[0], blocks[1]
-        found.append((language, code, output))
-    return found
-
-
-RUNNABLE = [(page, i, block) for page in PAGES for i, block in enumerate(runnable_blocks(page))]
+RUNNABLE = [(page, i, block) for page in PAGES
+            for i, block in enumerate(runnable_blocks(page.read_text(encoding="utf-8"), page.name))]
 
 
 def test_some_blocks_are_marked_runnable():
-    assert RUNNABLE
+    assert len(RUNNABLE) >= 8
 
 
 @pytest.mark.parametrize("page, number, block", RUNNABLE,
                          ids=[f"{p.relative_to(REPO).as_posix()}#{i}" for p, i, _ in RUNNABLE])
 def test_a_runnable_block_prints_what_the_page_says(page, number, block):
-    import subprocess
-    import sys
-
-    language, code, expected = block
-    command = [sys.executable, "-c", code] if language == "python" else ["bash", "-c", code]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == expected.strip(), f"{page.name} block {number} prints otherwise"
+    printed = run_block(block.language, block.code)
+    assert printed == block.expected.strip("\n"), (
+        f"{page.name} block {number} prints otherwise (python -m bench.docs_figures --write rewrites it):\n{printed}")
 
 
-def test_the_marked_block_and_its_output_are_found(tmp_path):
-    page = tmp_path / "page.md"
-    page.write_text(f"text\n{MARK}\n```python\nprint(1)\n```\n\nprints:\n\n```\n1\n```\n```sh\nnot marked\n```\n")
-    assert runnable_blocks(page) == [("python", "print(1)\n", "1\n")]
+def test_the_marked_block_and_its_output_are_found_and_rewritten():
+    text = f"text\n{MARK}\n```python\nprint(1)\n```\n\nprints:\n\n```\n0\n```\n```sh\nnot marked\n```\n"
+    [block] = runnable_blocks(text)
+    assert (block.language, block.code, block.expected) == ("python", "print(1)\n", "0\n")
+    assert with_outputs(text, [block], ["1"]) == text.replace("```\n0\n```", "```\n1\n```")
+    with pytest.raises(ValueError, match="without its output block"):
+        runnable_blocks(f"{MARK}\n```sh\ntrue\n```\n")
+
+
+def test_a_block_runs_in_a_folder_of_its_own_and_prints_placeholders():
+    printed = run_block("sh", "python -c 'import sys, os; print(os.getcwd()); print(os.path.expanduser(\"~/x\"))' "
+                              "&& ls pipeline/data/helpdesk && echo 0a148ab341e54d23ba002292451d11ed '  '")
+    assert printed == "FOLDER\n~/x\ncorpus.jsonl\nqrels\nqueries.jsonl\nRUN_ID"
+
+
+# --- figures the guides quote are between markers the figures script knows ---------------------------------------
+
+
+def test_every_figure_marker_names_a_figure_the_script_measures():
+    named = {(page.name, name) for page in PAGES for name in figure_names(page.read_text(encoding="utf-8"))}
+    assert {name for _, name in named} >= {"make_run_s", "helpdesk_dense_s", "tune_s", "report_html_bytes",
+                                           "ui_start_s"}
+    assert not [(page, name) for page, name in named if name not in KNOWN]
+
+
+def test_figures_are_rewritten_when_written_or_stale_and_kept_within_their_tolerance():
+    text = "took <!-- figure: make_run_s -->3.4 s<!-- /figure --> on <!-- figure: cores -->2<!-- /figure --> cores"
+    close = {"make_run_s": Figure("5.1 s", 5.1, "seconds", ""), "cores": Figure("2", 2, "count", "")}
+    assert with_figures(text, close, write=False) == text
+    assert "-->5.1 s<!--" in with_figures(text, close, write=True)
+    far = {"make_run_s": Figure("21.0 s", 21.0, "seconds", ""), "cores": Figure("8", 8, "count", "")}
+    assert with_figures(text, far, write=False) == text.replace("3.4 s", "21.0 s").replace("-->2<", "-->8<")
+    assert Figure("520,000 bytes", 520_000, "bytes", "").stale("459,204 bytes")
+    assert not Figure("470,000 bytes", 470_000, "bytes", "").stale("459,204 bytes")
 
 
 # --- links into the glossary land on one of its terms ------------------------------------------------------------
