@@ -1,8 +1,8 @@
 """Bootstrap over questions: intervals for a mean and for the paired difference of two systems.
 
-The default (percentile, 5,000 resamples, seed 0, 95%) draws resamples exactly as SPEC.md describes, one
-``rng.choice(d, size=n)`` (i.e. ``rng.integers(0, n, n)``) per resample, so its figures are reproducible
-to the digit. One set of resample indices serves every metric column at once.
+The default (percentile, 5,000 resamples, seed 0, 95%) draws resamples exactly as docs/helpdesk-reference.md describes,
+one ``rng.choice(d, size=n)`` (i.e. ``rng.integers(0, n, n)``) per resample, so its figures are reproducible to the
+digit. One set of resample indices serves every metric column at once.
 """
 
 from __future__ import annotations
@@ -221,7 +221,7 @@ def resample_means_by_counts(values: np.ndarray, resamples: int = DEFAULT_RESAMP
     into how often it drew every question, and all column means as one matrix product (counts x values).
 
     Equal to :func:`resample_means` up to float rounding (the sums run in another order), and an order of magnitude
-    faster for hundreds of columns; :func:`resample_means` stays the SPEC-exact one.
+    faster for hundreds of columns; :func:`resample_means` stays the reference-exact one.
     """
     values = _questions_by_columns(values)
     n = values.shape[0]
@@ -234,7 +234,8 @@ def resample_means_by_counts(values: np.ndarray, resamples: int = DEFAULT_RESAMP
 
 
 def percentile_bounds(means: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted resample means at ranks B*a/2 and B*(1-a/2) (SPEC.md: indices 125 and 4874 of 5,000).
+    """The sorted resample means at ranks B*a/2 and B*(1-a/2) (docs/helpdesk-reference.md: indices 125 and 4874 of
+    5,000).
 
     Each column is partitioned around the two ranks rather than sorted: the same two values (a value's place in
     sorted order does not depend on how the rest is ordered), in half the time or less (a sweep's end bounds about

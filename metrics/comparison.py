@@ -73,8 +73,9 @@ def compare_many(
     random draws are made once for all of them instead of once per candidate. Each one's interval is the one
     :func:`compare` gives it alone (the same resamples, every column resampled on its own) and so is its p-value (the
     same sign flips; one matrix product serves every column, as in :func:`all_pairs`). The resample means of the
-    differences are summed as :func:`all_pairs` sums them (``resample_means_by_counts``: the resamples SPEC.md
-    describes, equal up to float rounding): a sweep's 44 difference columns in 13-15 ms instead of 81-95.
+    differences are summed as :func:`all_pairs` sums them (``resample_means_by_counts``: the resamples
+    docs/helpdesk-reference.md describes, equal up to float rounding): a sweep's 44 difference columns in 13-15 ms
+    instead of 81-95.
     """
     prepared = []  # (name, metrics, shared questions, baseline values, candidate values)
     for name, candidate in candidates.items():

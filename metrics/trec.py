@@ -4,8 +4,8 @@ trec_eval reads back the order they were written in.
 trec_eval keeps each score as a C ``float`` (32 bits: ``TEXT_RESULTS.sim`` in its ``trec_format.h``) and orders a
 question's documents by that score descending, ties by docno descending. :func:`read_trec_run` orders the same way.
 
-A ranking rankscope makes orders ties by document id *ascending* (SPEC.md), and its figures are computed in that
-order; a ranking from outside (a run file, a user's engine) is already in trec_eval's order. So that
+A ranking rankscope makes orders ties by document id *ascending* (docs/helpdesk-reference.md), and its figures are
+computed in that order; a ranking from outside (a run file, a user's engine) is already in trec_eval's order. So that
 ``python -m metrics -c`` or trec_eval, re-scoring the run file a job wrote, gets the figures the job logged,
 :func:`write_trec_run` writes the job's order into the scores themselves: within a question, in rank order, a score
 that trec_eval would read as tied with the previous written score, or above it (a ranking not in descending order),

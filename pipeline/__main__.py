@@ -34,7 +34,7 @@ def help_text() -> str:
         "",
         "examples:",
         "  python -m pipeline                                     BM25 on the embedded help-desk corpus",
-        "  python -m pipeline -m experiment=helpdesk_study        SPEC.md's four retrievers in one sweep",
+        "  python -m pipeline -m experiment=helpdesk_study        the four reference retrievers in one sweep",
         "  python -m pipeline corpus=scifact metrics=beir retriever.k1=0.9 retriever.b=0.4",
         "  python -m pipeline retriever=custom retriever._target_=MODULE.CLASS   your own retriever",
         "",

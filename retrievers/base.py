@@ -22,7 +22,7 @@ from metrics.run import PAD, Run
 from retrievers.text import TermCounts, Tokenizer, term_counts
 from retrievers.topk import top_k_dense
 
-# A score not above this is not a result (SPEC.md): rankings can be empty.
+# A score not above this is not a result (docs/helpdesk-reference.md): rankings can be empty.
 MIN_SCORE = 1e-9
 # Dense score blocks are kept under this many cells, so memory is bounded by chunking questions.
 BLOCK_CELLS = 2**24

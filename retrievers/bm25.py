@@ -1,4 +1,5 @@
-"""BM25, Lucene flavour (SPEC.md): idf = ln(1 + (N - df + 0.5) / (df + 0.5)), each distinct query term once.
+"""BM25, Lucene flavour (docs/helpdesk-reference.md): idf = ln(1 + (N - df + 0.5) / (df + 0.5)), each distinct query
+term once.
 
 Ranking is exact: its scores equal those of the sparse product of questions and weights to the last bit, and
 ties are broken by document id ascending. How it avoids scoring what cannot matter depends on the corpus size

@@ -1,4 +1,5 @@
-"""LSA: TF-IDF (scikit-learn defaults) reduced by truncated SVD, questions scored by cosine (SPEC.md).
+"""LSA: TF-IDF (scikit-learn defaults) reduced by truncated SVD, questions scored by cosine
+(docs/helpdesk-reference.md).
 
 The maths is scikit-learn's, step for step and bit for bit (``TfidfTransformer`` with its defaults, ARPACK
 ``TruncatedSVD``, ``normalize``), written against numpy and SciPy directly: importing ``sklearn.decomposition``
@@ -21,8 +22,8 @@ DEGENERATE = 50  # documents per dimension beyond which an explicit dims is repo
 
 
 def auto_dims(documents: int) -> int:
-    """Dimensions that follow the corpus: a fifth of the documents, at least 6 (the help-desk corpus's 28 get SPEC's
-    6) and at most 300 (the usual ceiling in the LSA literature)."""
+    """Dimensions that follow the corpus: a fifth of the documents, at least 6 (the help-desk corpus's 28 get the
+    help-desk reference's 6) and at most 300 (the usual ceiling in the LSA literature)."""
     return max(6, min(300, documents // 5))
 
 
@@ -108,7 +109,8 @@ def randomized_svd(matrix: sp.csr_matrix, dims: int, seed: int) -> tuple[np.ndar
 class LSA(ScoringRetriever):
     """Latent semantic analysis with ``dims`` dimensions; ``algorithm`` and ``seed`` as in TruncatedSVD."""
 
-    dims: int | None = None  # None: follow the corpus (auto_dims): 6 for the help-desk corpus, as SPEC.md has it
+    # None: follow the corpus (auto_dims): 6 for the help-desk corpus, as docs/helpdesk-reference.md has it
+    dims: int | None = None
     algorithm: str = "arpack"
     seed: int = 0
     tokenizer: Tokenizer = field(default_factory=Tokenizer)

@@ -33,14 +33,15 @@ _MIN_BATCH_CHARS = 2**18  # ... down to this (below, per-batch costs would start
 
 @cache
 def default_stopwords() -> frozenset[str]:
-    """SPEC.md's 45-word stop list, shipped with the package (read once: every tokenizer shares the one set)."""
+    """docs/helpdesk-reference.md's 45-word stop list, shipped with the package (read once: every tokenizer shares the
+    one set)."""
     text = resources.files("retrievers").joinpath("stopwords/default.txt").read_text(encoding="utf-8")
     return frozenset(w.strip() for w in text.split() if w.strip())
 
 
 @dataclass(frozen=True)
 class Tokenizer:
-    """Lower-case, keep maximal runs of ``pattern``, drop stop words (SPEC.md's defaults)."""
+    """Lower-case, keep maximal runs of ``pattern``, drop stop words (docs/helpdesk-reference.md's defaults)."""
 
     pattern: str = r"[a-z0-9]+"
     lowercase: bool = True

@@ -1,4 +1,4 @@
-"""Weighted-sum fusion of min-max normalised scores over the whole corpus (SPEC.md)."""
+"""Weighted-sum fusion of min-max normalised scores over the whole corpus (docs/helpdesk-reference.md)."""
 
 from __future__ import annotations
 

@@ -62,7 +62,8 @@ def irds_home(scifact_folder) -> Path:
 
 @pytest.fixture(scope="session")
 def helpdesk_runs(helpdesk_collection):
-    """SPEC.md's four systems with default settings, each ranking every help-desk question to depth 100."""
+    """docs/helpdesk-reference.md's four systems with default settings, each ranking every help-desk question to depth
+    100."""
     from retrievers import BM25, LSA, RRF, WeightedSum
 
     systems = {

@@ -65,7 +65,7 @@ class TextConfig:
 
     pattern: str = "[a-z0-9]+"
     lowercase: bool = True
-    stopwords: str = "default"  # 'default' (SPEC.md's list), 'none', or a path to a file of words
+    stopwords: str = "default"  # 'default' (docs/helpdesk-reference.md's list), 'none', or a path to a file of words
 
 
 @dataclass

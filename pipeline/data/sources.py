@@ -79,7 +79,8 @@ class BeirFolder:
 
 @dataclass(frozen=True)
 class Helpdesk:
-    """SPEC.md's 28-document help-desk corpus, embedded in the package (no path needed); one split, ``test``."""
+    """docs/helpdesk-reference.md's 28-document help-desk corpus, embedded in the package (no path needed); one split,
+    ``test``."""
 
     name: str = HELPDESK_NAME
     split: str = "test"
@@ -103,7 +104,7 @@ class Helpdesk:
 
 
 def helpdesk() -> Collection:
-    """The embedded default: SPEC.md's 28-document help-desk corpus, shipped with the package."""
+    """The embedded default: docs/helpdesk-reference.md's 28-document help-desk corpus, shipped with the package."""
     return Helpdesk().load()
 
 

@@ -2,9 +2,9 @@
 distribution of the mean per-question difference over the resamples, the interval reported, the observed mean and
 zero.
 
-The resampling is :mod:`metrics.bootstrap`'s (SPEC-exact), so the interval drawn is the one reported. matplotlib took
-about 0.15 s to draw this figure at a sweep's end; it is a histogram and four lines, drawn here in a few milliseconds
-with the same size, colours, ticks, labels and legend.
+The resampling is :mod:`metrics.bootstrap`'s (reference-exact), so the interval drawn is the one reported. matplotlib
+took about 0.15 s to draw this figure at a sweep's end; it is a histogram and four lines, drawn here in a few
+milliseconds with the same size, colours, ticks, labels and legend.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""SPEC.md's paired bootstrap, reproduced exactly; the recipe itself, literally; BCa against an independent one."""
+"""docs/helpdesk-reference.md's paired bootstrap, reproduced exactly; the recipe itself, literally; BCa against an
+independent one."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from retrievers import BM25, LSA
 
 
 def spec_recipe(d: np.ndarray, resamples: int = 5000, seed: int = 0) -> tuple[float, float]:
-    """SPEC.md, word for word: default_rng(0), one rng.choice(d, size=len(d)) per resample in turn, sorted
-    means, the 126th and 4,875th values."""
+    """docs/helpdesk-reference.md, word for word: default_rng(0), one rng.choice(d, size=len(d)) per resample in turn,
+    sorted means, the 126th and 4,875th values."""
     rng = np.random.default_rng(seed)
     means = sorted(rng.choice(d, size=len(d)).mean() for _ in range(resamples))
     return means[125], means[4874]
@@ -227,8 +228,8 @@ def test_resample_indices_are_kept_for_the_next_resampling_of_as_many_questions(
 @pytest.mark.parametrize("resamples", [1, 2, 7, 40, 5000])
 @pytest.mark.parametrize("confidence", [0.5, 0.9, 0.95, 0.99])
 def test_the_bounds_are_the_sorted_means_at_their_ranks_bit_for_bit(resamples, confidence):
-    """SPEC.md's rule read off a full sort, against the partition percentile_bounds makes: ties, repeated values,
-    NaN (sorted last) and several columns at once."""
+    """docs/helpdesk-reference.md's rule read off a full sort, against the partition percentile_bounds makes: ties,
+    repeated values, NaN (sorted last) and several columns at once."""
     rng = np.random.default_rng(resamples)
     means = np.round(rng.random((resamples, 6)), 2)  # many ties
     means[:, 1] = 0.25

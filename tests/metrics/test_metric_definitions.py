@@ -1,5 +1,5 @@
-"""The metrics as SPEC.md defines them: its worked example, scikit-learn's nDCG, and slow obviously-correct
-per-question references on random rankings; then what evaluate() scores and leaves out."""
+"""The metrics as docs/helpdesk-reference.md defines them: its worked example, scikit-learn's nDCG, and slow
+obviously-correct per-question references on random rankings; then what evaluate() scores and leaves out."""
 
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ def test_spec_worked_example_nothing_relevant():
 
 
 def test_sklearn_given_only_the_retrieved_documents_inflates_ndcg():
-    """SPEC: 0.5438 instead of 0.4569: the ideal ordering must include relevant documents never retrieved."""
+    """helpdesk-reference.md: 0.5438 instead of 0.4569: the ideal ordering must include relevant documents never
+    retrieved."""
     retrieved_grades = [[JUDGMENTS.get(d, 0) for d in ["x", "y", "a", "b", "z"]]]
     inflated = ndcg_score(retrieved_grades, [[5, 4, 3, 2, 1]], k=5)
     assert round(inflated, 4) == 0.5438

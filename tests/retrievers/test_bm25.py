@@ -1,4 +1,4 @@
-"""BM25 follows SPEC.md's Lucene formula, term by term."""
+"""BM25 follows docs/helpdesk-reference.md's Lucene formula, term by term."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Weighted-sum and Reciprocal Rank Fusion follow SPEC.md's definitions."""
+"""Weighted-sum and Reciprocal Rank Fusion follow docs/helpdesk-reference.md's definitions."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""LSA is scikit-learn's TfidfVectorizer + TruncatedSVD (ARPACK, seed 0) scored by cosine, as SPEC.md says: its
-maths, written without importing scikit-learn, gives scikit-learn's arrays bit for bit."""
+"""LSA is scikit-learn's TfidfVectorizer + TruncatedSVD (ARPACK, seed 0) scored by cosine, as docs/helpdesk-reference.md
+says: its maths, written without importing scikit-learn, gives scikit-learn's arrays bit for bit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The tokenizer and term counts: SPEC.md's text processing."""
+"""The tokenizer and term counts: docs/helpdesk-reference.md's text processing."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Term counting takes a vectorised byte path for ASCII-class patterns; it must count exactly as the tokenizer.
 
-The reference here is the tokenizer itself applied text by text (SPEC.md's text processing), counted with
-collections.Counter: no shared code with either counting path.
+The reference here is the tokenizer itself applied text by text (docs/helpdesk-reference.md's text processing), counted
+with collections.Counter: no shared code with either counting path.
 """
 
 from __future__ import annotations

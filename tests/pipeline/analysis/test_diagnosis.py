@@ -1,5 +1,5 @@
-"""Failure diagnosis: SPEC.md's help-desk classes, the shared-terms evidence, and constructed cases per rule (each
-rule firing, and a near miss that differs in the one piece of evidence the rule reads)."""
+"""Failure diagnosis: docs/helpdesk-reference.md's help-desk classes, the shared-terms evidence, and constructed cases
+per rule (each rule firing, and a near miss that differs in the one piece of evidence the rule reads)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ def classes_of(table) -> dict[str, str]:
     return {q: row for q, row in table["classes"].items() if row}
 
 
-# --- SPEC.md, "Failure diagnosis" -------------------------------------------------------------------------
+# --- docs/helpdesk-reference.md, "Failure diagnosis"
+# -------------------------------------------------------------------------
 
 
 def test_bm25_fails_exactly_q02_by_vocabulary_gap_and_q10_by_homonymy(tables):
@@ -88,7 +89,7 @@ def test_every_system_shows_the_gap_and_the_homonymy(system, tables):
 
 
 def test_late_rank_says_which_kind(tables):
-    assert tables["LSA"].loc["q10", "late_rank_kind"] == "beyond rank 10"  # SPEC: LSA finds q10 at 13
+    assert tables["LSA"].loc["q10", "late_rank_kind"] == "beyond rank 10"  # helpdesk-reference.md: LSA finds q10 at 13
     assert tables["LSA"].loc["q10", "relevant_ranks"] == {"backup3": 0, "backup2": 13}
     # the weighted fusion keeps a full top 10 without q10's relevant documents: they may lie beyond that depth,
     # but nothing says where, so that is no late rank (MRR and nDCG count them as not found)

@@ -38,7 +38,8 @@ def test_the_best_system_is_chosen_by_the_primary_metric_and_others_compared_to_
     assert summary.best == "B"
     row = summary.differences.loc[("A", "ndcg@5")]
     a, b = A.per_question["ndcg@5"].to_numpy(), B.per_question["ndcg@5"].to_numpy()
-    expected = paired_difference(a, b)[0]  # A minus B, questions resampled as pairs (SPEC's procedure)
+    # A minus B, questions resampled as pairs (the help-desk reference's procedure)
+    expected = paired_difference(a, b)[0]
     assert np.isclose(row.difference, expected.mean)
     assert (row.ci_low, row.ci_high) == (expected.low, expected.high)
     assert list(summary.differences.index.get_level_values("system").unique()) == ["A"]
@@ -136,7 +137,7 @@ def test_two_identical_systems_share_one_row_named_after_both(bm25_grid, spec_sy
 
 def test_systems_whose_interval_against_the_top_contains_zero_are_tied_with_it(spec_systems):
     summary = summarize(spec_systems, "parent", SPEC_SHOW, SPEC_SHOW[3], resamples=1000, permutations=1000)
-    assert summary.best == "RRF"  # SPEC: RRF's nDCG@5 0.737 is the highest mean
+    assert summary.best == "RRF"  # helpdesk-reference.md: RRF's nDCG@5 0.737 is the highest mean
     top = spec_systems[3].per_question["ndcg@5"].to_numpy()
     expected = []
     for system in spec_systems[:3]:

@@ -1,4 +1,5 @@
-"""The real conf/ through Hydra's compose API: every group entry composes, builds, and defaults match SPEC.md."""
+"""The real conf/ through Hydra's compose API: every group entry composes, builds, and defaults match
+docs/helpdesk-reference.md."""
 
 from __future__ import annotations
 

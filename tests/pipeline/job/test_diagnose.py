@@ -79,7 +79,7 @@ def test_the_bm25_run_counts_one_vocabulary_gap_and_one_homonymy(four_systems):
         FAILURES + "vocabulary_gap": 1, FAILURES + "partial_gap": 0, FAILURES + "homonymy": 1,
         FAILURES + "common_terms": 0, FAILURES + "term_weighting": 0, FAILURES + "late_rank": 0,
         FAILURES + "duplicates": 0}
-    assert children["LSA"].data.metrics[FAILURES + "late_rank"] == 1  # SPEC: LSA finds q10's backup2 at rank 13
+    assert children["LSA"].data.metrics[FAILURES + "late_rank"] == 1  # LSA finds q10's backup2 at rank 13
 
 
 def test_the_logged_table_marks_q02_and_q10_with_their_evidence(four_systems, tmp_path):
@@ -143,7 +143,7 @@ def test_the_parent_holds_the_html_report_with_every_system_and_the_plots(four_s
     text = " ".join(page.text)
     for system in SYSTEMS:  # each system's diagnosis, folded under a line that names it
         assert f"<summary>{system}: " in html and f"{system}: 2 of 14 questions miss the top 3" in text
-    # SPEC's nDCG@5 of BM25 and RRF, each with its interval
+    # the help-desk reference's nDCG@5 of BM25 and RRF, each with its interval
     assert re.search(r"0\.691\s+\[0\.\d{3}, 0\.\d{3}\]", text) and re.search(r"0\.737\s+\[0\.\d{3}, 0\.\d{3}\]", text)
     assert "vocabulary gap (no candidate at all)" in text and "export1" in text
     assert len(page.images) == 3 and all(src.startswith("data:image/png;base64,") for src in page.images)

@@ -25,7 +25,8 @@ def cache_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def four_systems(tmp_path_factory, empty_store, cache_dir):
-    """SPEC's four systems in one basic-launcher sweep (all jobs in one process), starting with an empty cache."""
+    """the help-desk reference's four systems in one basic-launcher sweep (all jobs in one process), starting with an
+    empty cache."""
     folder = tmp_path_factory.mktemp("four")
     return by_system(runs_with_cache(folder, empty_store, cache_dir, "-m", "retriever=bm25,lsa,weighted,rrf"))
 

@@ -2,8 +2,8 @@
 job's per-question values and means, and trec_eval's own ordering rule and code (pytrec_eval) agree.
 
 For every retriever kind, on the help-desk corpus, on a corpus built so that scores tie everywhere, and (slow) on
-SciFact. A job orders ties by id ascending (SPEC.md); trec_eval orders them by docno descending: the run file a job
-writes encodes the job's order (``metrics.trec``), so both read it back as the job scored it.
+SciFact. A job orders ties by id ascending (docs/helpdesk-reference.md); trec_eval orders them by docno descending: the
+run file a job writes encodes the job's order (``metrics.trec``), so both read it back as the job scored it.
 """
 
 from __future__ import annotations

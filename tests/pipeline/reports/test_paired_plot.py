@@ -1,5 +1,5 @@
-"""The paired bootstrap, drawn without matplotlib: its bars count every resample SPEC's bootstrap draws, its lines
-stand at SPEC's interval, the observed mean and zero, and every text is whole."""
+"""The paired bootstrap, drawn without matplotlib: its bars count every resample the help-desk reference's bootstrap
+draws, its lines stand at the reference's interval, the observed mean and zero, and every text is whole."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_the_spec_interval_the_mean_and_zero_are_drawn_where_they_lie(ndcg):
     dashes = is_colour(image[axes.box[1] + 2:axes.box[3] - 2, zero - 1:zero + 2], "#000000").any(axis=1)
     assert 0.5 < dashes.mean() < 0.9, middle  # dashed: black, then gaps
     texts = [text for text, _ in canvas.boxes]
-    # SPEC.md, "Paired bootstrap": +0.012 [-0.081, +0.107]
+    # docs/helpdesk-reference.md, "Paired bootstrap": +0.012 [-0.081, +0.107]
     assert "95% interval [-0.081, +0.107]" in texts and "observed mean +0.012" in texts
     assert any("BM25 − LSA" in t for t in texts) and "95% interval contains zero: not distinguishable" in texts
     assert "5,000 resample means" in texts and "zero (no difference)" in texts

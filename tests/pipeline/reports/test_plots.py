@@ -34,7 +34,7 @@ def assert_readable(fig, quantity: str | None = "y") -> np.ndarray:
 
 
 def test_heatmap_of_the_help_desk_ranks_marks_not_retrieved_distinctly():
-    # SPEC.md's table of first relevant ranks (0 = not retrieved)
+    # docs/helpdesk-reference.md's table of first relevant ranks (0 = not retrieved)
     ranks = pd.DataFrame({s: [1] * 14 for s in ("BM25", "LSA", "weighted", "RRF")},
                          index=[f"q{i:02d}" for i in range(1, 15)])
     ranks.loc["q01", "LSA"] = 2

@@ -66,7 +66,7 @@ def test_each_mean_carries_the_letters_of_the_systems_it_beats_and_the_best_is_b
             assert set(cell.marks) == beaten
             assert cell.text == f"{study.means.loc[rep, metric]:.3f}"
     rrf_ndcg = table.rows[3][2 + 3]
-    assert rrf_ndcg.bold and rrf_ndcg.text == "0.737"  # SPEC: RRF's nDCG@5 is the best of the four
+    assert rrf_ndcg.bold and rrf_ndcg.text == "0.737"  # helpdesk-reference.md: RRF's nDCG@5 is the best of the four
 
 
 def test_the_pairs_table_is_antisymmetric_and_marks_what_is_significant(study):

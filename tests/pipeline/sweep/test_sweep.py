@@ -10,10 +10,10 @@ from mlflow import MlflowClient
 from pipeline.common.names import QUESTIONS_PREFIX, TAG_SWEEP_DIR
 from pipeline.tracking.readback import child_runs, logged_tables
 from tests.pipeline.helpers import run_pipeline
-from tests.retrievers.test_helpdesk_study import EXPECTED, NOT_FIRST  # SPEC.md's tables, held once
+from tests.retrievers.test_helpdesk_study import EXPECTED, NOT_FIRST  # docs/helpdesk-reference.md's tables, held once
 
-# EXPECTED: hit@3, recall@5, MRR, nDCG@5 at SPEC's precision; NOT_FIRST: the questions whose first relevant
-# document is not at rank 1 (0 = not retrieved)
+# EXPECTED: hit@3, recall@5, MRR, nDCG@5 at the help-desk reference's precision; NOT_FIRST: the questions whose
+# first relevant document is not at rank 1 (0 = not retrieved)
 
 
 def store(tmp_path: Path) -> tuple[MlflowClient, str]:
