@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -14,6 +15,12 @@ import pytest
 
 from pipeline.data import helpdesk
 from tests import datasets
+
+# A suite started in the background (`make test &`, nohup, a CI step) inherits Ctrl-C ignored, and so would every
+# command the tests start and stop with SIGINT: they would wait for a Ctrl-C that never comes. Python's own handler
+# here makes the commands inherit the default disposition again, as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = datasets.REPO
 
