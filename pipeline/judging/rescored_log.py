@@ -32,7 +32,7 @@ def log_rescoring(client: MlflowClient, experiment: str, uri: str, outcome: Outc
         "rankscope.corpus", "corpus"), new.digest, new.source or new.digest, outcome.parent)
     parent = tracked.start_rescore(client, experiment_id, f"re-scored with qrels {new.digest}",
                                    {"rankscope.qrels_digest": new.digest})
-    try:
+    with parent.closing():
         for r in outcome.rescored:
             done = tracked.rescored_run(client, experiment_id, r.ranked.run_id)
             if done is not None:
@@ -54,9 +54,5 @@ def log_rescoring(client: MlflowClient, experiment: str, uri: str, outcome: Outc
                                              "qrels version": new.digest}, tmp)
         parent.log_files(made)
         page = keep_changes(made, new.digest)
-    except BaseException as exc:
-        parent.finish(error=f"{type(exc).__name__}: {exc}")
-        raise
-    parent.finish()
     return (f"re-scored runs in experiment {experiment} qrels {new.digest}: "
             f"{run_location(uri, experiment_id, parent.run_id)}\nReport (open in a browser): {page.resolve()}")

@@ -14,7 +14,6 @@ files, qrels versions logged as MLflow datasets, and re-scored runs.
 from __future__ import annotations
 
 import json
-import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -217,10 +216,6 @@ def qrels_dataset(qrels: pd.DataFrame, corpus: str, digest: str, source: str, pa
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer column")
         return dataset_fields(qrels, name=f"{corpus}/qrels", digest=digest, source=source,
                               tags={TAG_QRELS_PARENT: parent, **(tags or {})})
-
-
-def temporary_folder() -> tempfile.TemporaryDirectory:
-    return tempfile.TemporaryDirectory(prefix="rankscope-judge-")
 
 
 def dumps(value: Any) -> str:
