@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scifact", type=Path, default=SCIFACT)
     args = p.parse_args(argv)
     folder = args.folder.resolve()
-    files = prepare(args.scifact, folder)
+    files = prepare(args.scifact.resolve(), folder)  # the sweep runs in another folder
     said = sweep(folder, files, args.retrievers)
     print(said.split("== Sweep")[-1][:3000])
     parent = parent_of(said)

@@ -127,8 +127,9 @@ def test_the_ci_workflow_is_scheduled_and_runs_the_same_command():
 
 
 @pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
-def test_the_cron_line_runs_for_real(tmp_path, empty_store, scifact_folder):
-    """The cron entry's command, as cron runs it (``sh -c``), on this checkout: store and folders in tmp_path."""
+def test_the_cron_line_runs_for_real(tmp_path, empty_store, irds_home):
+    """The cron entry's command, as cron runs it (``sh -c``), on this checkout: store and folders in tmp_path, SciFact
+    from the tests' seeded ir_datasets cache (the nightly preset reads ir_datasets, as on a user's machine)."""
     _, ((_, command),) = crontab((DEPLOY / "cron" / "rankscope-nightly.cron").read_text())
     shutil.copy(empty_store, tmp_path / "mlflow.db")
     env = {**cli_env(tmp_path), "HOME": str(tmp_path), "RANKSCOPE_PYTHON": sys.executable,

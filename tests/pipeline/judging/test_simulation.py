@@ -19,9 +19,9 @@ def known(text: str) -> dict[str, tuple[float, float, float]]:
 
 
 def figures(text: str) -> dict[str, tuple[float, float]]:
-    """system -> (nDCG@10 before, after) from a re-scoring's table."""
+    """system -> (nDCG@10 before, after) from a re-scoring's table (the sweep's own tables come before it)."""
     found = {}
-    for line in text.split("system  ")[1].splitlines()[1:]:
+    for line in text.split("\nsystem  ndcg@10 before")[1].splitlines()[1:]:
         if not line.strip():
             break
         parts = line.split()
