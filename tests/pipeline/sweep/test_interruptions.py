@@ -163,10 +163,26 @@ def test_runs_are_closed_failed_even_while_another_process_holds_the_store_locke
     assert parent.info.status == "FAILED"
 
 
+# A retriever that says it is searching, then takes its time: the stop is sent once it is searching (an event), and
+# the run is still going when it comes. (Sent once Hydra had made the output folder, a loaded machine once let the
+# help-desk run end first: exit 0, nothing said.)
+SEARCHING = """
+import pathlib, time
+
+class Searching:
+    def search(self, questions, k):
+        pathlib.Path("searching").touch()
+        time.sleep(300)
+"""
+
+
 def test_a_single_run_stopped_by_ctrl_c_says_so_in_one_line(tmp_path):
-    process = start(tmp_path, "quiet=true")
+    (tmp_path / "slow_search.py").write_text(SEARCHING)  # the launch folder is on a ``python -m`` command's path
+    process = start(tmp_path, "quiet=true", "retriever=custom", "retriever._target_=slow_search.Searching")
     deadline = time.monotonic() + 300
-    while not list(tmp_path.glob("outputs/*/*")) and time.monotonic() < deadline:  # Hydra made its output folder
+    while not (tmp_path / "searching").exists():
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "the retriever never searched"
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=300)
