@@ -12,5 +12,26 @@ The commands are the modules at this level, one per command users type: ``python
 - ``analysis``: pure analysis (failure diagnosis, sweep summaries); ``data``: corpora; ``common``: names, secret
   masking, files, progress bars.
 
-Importing this package needs neither Hydra nor MLflow.
+Importing this package needs neither Hydra nor MLflow. Imported by ``python -m`` on its way to one of the
+commands, it makes a stop during the command's imports one line (:func:`pipeline.common.interrupts.starting`).
 """
+
+import sys
+
+COMMANDS = ("pipeline", "pipeline.compare", "pipeline.gate", "pipeline.sync", "pipeline.scheduled", "pipeline.server",
+            "pipeline.ui", "pipeline.judge", "pipeline.questions")  # what ``python -m`` runs (``pipeline``: __main__)
+
+
+def _running_as() -> str | None:
+    """The module ``python -m`` is about to run, while it imports this package on the way (else None)."""
+    if sys.argv[:1] != ["-m"]:
+        return None
+    args = sys.orig_argv
+    named = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg == "-m"]
+    return named[0] if named else None
+
+
+if _running_as() in COMMANDS:
+    from pipeline.common import interrupts
+
+    interrupts.starting()

@@ -58,6 +58,6 @@ if __name__ == "__main__":
         from pipeline.sweep.stopped import saved
     except KeyboardInterrupt as exc:
         code, word = interrupts.status(exc)
-        print(f"rankscope: stopped by {word} while starting: nothing was done", file=sys.stderr, flush=True)
+        print(interrupts.STOPPED_STARTING.format(word=word), file=sys.stderr, flush=True)
         sys.exit(code)
     ending.run(main, "rankscope", saved)  # also a stop after Hydra's end (the sweep's own line is said earlier)

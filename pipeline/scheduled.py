@@ -150,4 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from pipeline.common import interrupts
+
+    interrupts.started()  # stops are handled here, as main() says
     sys.exit(main())

@@ -90,32 +90,34 @@ def main(argv: Sequence[str] | None = None) -> int:
               "its port can read, change and delete runs. Use it only on a trusted network or behind an "
               "authenticating proxy.", file=sys.stderr)
     signal.signal(signal.SIGTERM, _raise_interrupt)  # stop as on Ctrl-C: server first, then PostgreSQL
-    from pipeline.common.redact import redact_text  # the work's imports come after the arguments are read
-    from pipeline.team.postgres import PostgresError, local_postgres
-    from pipeline.team.tracking_server import ServerError, ServerSettings
-
     destination = args.artifacts_destination
     if "://" not in destination:
         destination = str(Path(destination).resolve())
+    try:  # the work's imports come after the arguments are read, and a stop while they run is a stop too
+        from pipeline.common.redact import redact_text
+        from pipeline.team.postgres import PostgresError, local_postgres
+        from pipeline.team.tracking_server import ServerError, ServerSettings
 
-    def settings(uri: str) -> ServerSettings:
-        return ServerSettings(uri, destination, port=args.port or None, expose=args.expose, workers=args.workers,
-                              extra_allowed_hosts=_split(args.allowed_hosts),
-                              extra_cors_origins=_split(args.cors_allowed_origins))
+        def settings(uri: str) -> ServerSettings:
+            return ServerSettings(uri, destination, port=args.port or None, expose=args.expose,
+                                  workers=args.workers, extra_allowed_hosts=_split(args.allowed_hosts),
+                                  extra_cors_origins=_split(args.cors_allowed_origins))
 
-    try:
         if args.postgres_dir:
             with local_postgres(args.postgres_dir) as database:
                 print(f"PostgreSQL running: {database.redacted_uri} (password in {database.root / 'password'})")
                 return _serve(settings(database.uri), database.redacted_uri)
         return _serve(settings(args.backend_store_uri), args.backend_store_uri)
+    except KeyboardInterrupt:  # first: were the imports stopped, the next clause's names would not exist
+        print("Stopped.", file=sys.stderr)
+        return 0
     except (ServerError, PostgresError) as exc:
         print(f"error: {redact_text(str(exc))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("Stopped.", file=sys.stderr)
-        return 0
 
 
 if __name__ == "__main__":
+    from pipeline.common import interrupts
+
+    interrupts.started()  # stops are handled here, as main() says
     sys.exit(main())

@@ -33,6 +33,15 @@ def test_the_top_level_holds_only_commands_and_packages():
                        "ui"]
 
 
+def test_the_commands_python_runs_are_those_with_a_main_block():
+    """``pipeline.COMMANDS`` decides where a stop during the imports is one line: every command, and only those."""
+    import pipeline
+
+    runnable = {"pipeline" if p.stem == "__main__" else f"pipeline.{p.stem}" for p in (REPO / "pipeline").glob("*.py")
+                if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8")}
+    assert set(pipeline.COMMANDS) == runnable
+
+
 OUR_ROOTS = ("pipeline", "metrics", "retrievers")
 MOST_OF_OURS = 12  # a module that needs more of ours does more than one thing
 

@@ -8,6 +8,7 @@ Exit statuses are the shell's usual ones: 130 after Ctrl-C, 143 after SIGTERM.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -47,9 +48,38 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt()
 
 
+STOPPED_STARTING = "rankscope: stopped by {word} while starting: nothing was done"
+
+
+def _starting(signum: int, frame: object) -> None:
+    word = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+    os.write(2, (STOPPED_STARTING.format(word=word) + "\n").encode())
+    os._exit(128 + signum)  # nothing was done: no file, no run, no child process to wait for
+
+
+def starting() -> None:
+    """Until the command's own handling is in place (:func:`install`, or :func:`started`), a stop ends the process at
+    once in one line, with 130 or 143: ``python -m pipeline.<command>`` imports its modules before its code can set
+    anything, and a Ctrl-C there printed a traceback from the middle of an import, a SIGTERM killed it silently."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _starting)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where Ctrl-C is ignored (nohup, &)
+        signal.signal(signal.SIGINT, _starting)
+
+
+def started() -> None:
+    """Python's own handling of stops again, for a command that handles them its own way (the server, the
+    scheduler): the end of :func:`starting`."""
+    if signal.getsignal(signal.SIGTERM) is _starting:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if signal.getsignal(signal.SIGINT) is _starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def install() -> None:
     """SIGTERM raises :class:`Terminated` in the main thread from now on, each stop received is recorded
     (:func:`received`), and an interruption a finaliser swallowed is delivered again (:func:`_swallowed`)."""
+    started()
     signal.signal(signal.SIGTERM, _terminate)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where Ctrl-C is ignored (nohup, &)
         signal.signal(signal.SIGINT, _interrupt)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import pipeline
+from pipeline.common import interrupts
 from pipeline.common.names import SAYS_COMPARE, SAYS_GATE, SAYS_SYNC
 from tests.pipeline.helpers import cli_env
 
@@ -48,3 +50,55 @@ def test_a_stopped_command_says_so_in_one_line(tmp_path, command, sig, word, sta
     assert process.returncode == status, err[-3000:]
     assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
     assert lines[0].startswith(f"{says}: stopped by {word}: ") and advice in lines[0]
+
+
+# Put on the path ahead of everything (a sitecustomize): sends the signal as the command, its code now running, imports
+# its first module of ours, the moment between ``python -m`` finding the command and the command setting anything.
+STOPPED_WHILE_IMPORTING = '''
+import os, signal, sys
+
+class StopOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name.startswith("pipeline.") and sys.argv[:1] != ["-m"]:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), getattr(signal, os.environ["RANKSCOPE_TEST_STOP"]))
+        return None
+
+sys.meta_path.insert(0, StopOnImport())
+'''
+
+
+@pytest.mark.parametrize("module", sorted(set(pipeline.COMMANDS) - {"pipeline.server"}))  # its imports come later
+@pytest.mark.parametrize(("sig", "word", "status"), [("SIGINT", "Ctrl-C", 130), ("SIGTERM", "SIGTERM", 143)])
+def test_a_command_stopped_while_it_imports_says_so_in_one_line(tmp_path, module, sig, word, status):
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(STOPPED_WHILE_IMPORTING)
+    env = cli_env(tmp_path)
+    env.update(PYTHONPATH=f"{tmp_path / 'hook'}:{env['PYTHONPATH']}", RANKSCOPE_TEST_STOP=sig)
+    done = subprocess.run([sys.executable, "-m", module, "--help"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert done.returncode == status, done.stderr[-3000:]
+    assert done.stderr.strip() == interrupts.STOPPED_STARTING.format(word=word) and not done.stdout
+
+
+def test_a_module_that_is_no_command_keeps_pythons_own_handling():
+    probe = ("import signal, sys; sys.argv[:1] = ['-m']; sys.orig_argv = [sys.executable, '-m', 'pipeline.x'];"
+             " import pipeline; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,"
+             " signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=cli_env(Path.cwd()),
+                          timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert done.stdout.split() == ["True", "True"], done.stderr
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_the_server_stopped_while_it_imports_its_work_says_stopped(tmp_path, sig):
+    """The server reads its arguments, then imports what serves: a stop there ends it as a stop later does."""
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(STOPPED_WHILE_IMPORTING)
+    env = cli_env(tmp_path)
+    env.update(PYTHONPATH=f"{tmp_path / 'hook'}:{env['PYTHONPATH']}", RANKSCOPE_TEST_STOP=sig)
+    done = subprocess.run([sys.executable, "-m", "pipeline.server", "--backend-store-uri", "sqlite:///m.db"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert (done.returncode, done.stderr.strip()) == (0, "Stopped."), done.stderr[-3000:]
+    assert not (tmp_path / "m.db").exists()
