@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-REPO = Path(__file__).resolve().parents[1]
+from bench.paths import REPO
+
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.latency import SCIFACT, migrated_store, until_healthy
+from bench.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 

@@ -21,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from bench.paths import REPO
+
 K1 = ["0.3", "0.6", "0.9", "1.2"]
 SIGNALS = {"kill -9": signal.SIGKILL, "SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM}
 

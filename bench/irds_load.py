@@ -29,7 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from bench.paths import REPO
+
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-SCIFACT = REPO.parent / "shared" / "datasets" / "scifact"
+from bench.paths import REPO, SCIFACT
+
 SEED = 36
 
 

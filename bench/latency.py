@@ -31,8 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-SCIFACT = REPO.parent / "shared" / "datasets" / "scifact"
+from bench.paths import REPO, SCIFACT
+
 PY = sys.executable
 GRID = ["retriever.k1=0.6,0.9,1.2,1.5", "retriever.b=0.3,0.6,0.75"]  # 12 points
 # turns of (one run, sweep) at least: one turn each made the ratio the luck of two processes (one SciFact run took

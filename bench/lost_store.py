@@ -31,7 +31,8 @@ import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from bench.paths import REPO
+
 K1 = [f"{0.3 * i:.1f}" for i in range(1, 13)]
 NOT_ANSWERING = re.compile(r"does not answer|did not answer|not logged")
 

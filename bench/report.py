@@ -17,9 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.corpus import heavy, synthetic
+from bench.paths import REPO, SCIFACT
 
-ROOT = Path(__file__).resolve().parents[1]
-SCIFACT = ROOT.parent / "shared" / "datasets" / "scifact"
 PEERS = ["bm25s-numpy", "bm25s-numba"]
 SMALL_ONLY = {"rank_bm25": 10_000}  # pure-numpy peers that scan every document per question
 REL = 1e-5  # bm25s computes in float32
@@ -61,9 +60,9 @@ class Measured:
 
 
 def run_child(module: str, args: list[str], out: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1",
+    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1",
                OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    subprocess.run([sys.executable, "-m", module, *args, str(out)], check=True, cwd=ROOT, env=env)
+    subprocess.run([sys.executable, "-m", module, *args, str(out)], check=True, cwd=REPO, env=env)
     return json.loads(out.read_text())
 
 

@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-SCIFACT = REPO.parent / "shared" / "datasets" / "scifact"
+from bench.paths import REPO, SCIFACT
+
 GRID = ["retriever.k1=0.6,0.9,1.2,1.5", "retriever.b=0.3,0.6,0.75"]  # 12 points
 
 COMMANDS = {

@@ -33,12 +33,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from bench.paths import REPO, SCIFACT
+
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run", "--disable-sync"]
 WINDOW = {"width": 1600, "height": 1000}
-SCIFACT = REPO.parent / "shared" / "datasets" / "scifact"
 STUDY = ["-m", "experiment=helpdesk_study", "hydra.sweep.dir=study", "quiet=true"]
 GRID = ["-m", "corpus=scifact", f"corpus.path={SCIFACT}", "metrics=beir", "retriever.k1=0.9,1.2",
         "retriever.b=0.4,0.75", "hydra.sweep.dir=grid", "quiet=true"]
