@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # The default suite 5 times and every test that stops a process 20 times, two CPU-busy loops beside them: a test that
-# passes alone but fails under load depends on timing (tests/stress.py; hours on 2 cores; the table goes to stress.md)
+# passes alone but fails under load depends on timing (tests/stress.py; 67 min on 2 cores; the table goes to stress.md)
 test-stress: $(STAMP)
 	$(BIN)/python -m tests.stress
 
