@@ -31,7 +31,15 @@ from pipeline.reports.html import (
 )
 from pipeline.reports.rank_buckets import rank_buckets
 from pipeline.reports.tables import grid_table, letters, means_table, pairs_table, to_html
-from pipeline.reports.text import NEEDED_FOR, RANK_LEGEND, judged_warning, power_text, rank_label, verdict_text
+from pipeline.reports.text import (
+    NEEDED_FOR,
+    RANK_LEGEND,
+    judged_warning,
+    power_text,
+    rank_label,
+    thin_systems,
+    verdict_text,
+)
 
 INLINE_FAILURES = 10  # failing questions shown per system; the CSV beside the report has them all
 RANK_TABLE_MAX = 200  # up to this many questions, the per-question rank table is in the page (folded)
@@ -246,11 +254,7 @@ def judged_html(summary: SweepSummary) -> str:
         return ""
     items = "".join(f"<li>{escape(judged_warning(system, *found).removeprefix('warning: '))}</li>"
                     for system, found in thin.items())
-    values = [judged for judged, _ in thin.values()]
-    if len(thin) == len(summary.finished) and len(thin) > 3:  # every system: their names would fill lines
-        named = f"all {len(thin)} systems ({min(values):.3f} to {max(values):.3f})"
-    else:
-        named = ", ".join(f"{system} ({judged:.3f})" for system, (judged, _) in thin.items())
+    named = thin_systems(thin, len(summary.finished))
     head = (f"Incomplete judgments: judged@10 below {JUDGED_FLOOR} for {named}: nDCG, recall and MAP count the "
             f"unjudged documents as not relevant and undercount {'it' if len(thin) == 1 else 'them'}")
     return f'<section id="judged" class="folded">{details(head, f"<ul>{items}</ul>")}</section>'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 import pandas as pd
@@ -58,10 +59,38 @@ def judged_warning(system: str, judged: float, only_relevant: bool = False) -> s
     text = (f"warning: {system}: judged@10 is {judged:.3f} (below {JUDGED_FLOOR}): {1 - judged:.0%} of its top 10 "
             f"was never judged, and nDCG, recall and MAP count every unjudged document as not relevant, so they "
             f"undercount it")
+    return text + judged_advice(only_relevant)
+
+
+def judged_advice(only_relevant: bool) -> str:
+    """What to do about thin judgments: bpref helps only where judged non-relevant documents exist."""
     if only_relevant:
-        return text + ("; these judgments list only relevant documents (judged@10 is the share of the top 10 that "
-                       "is relevant): judge each system's top documents to compare systems fairly")
-    return text + "; compare systems with bpref (it ignores unjudged documents), or judge their top documents"
+        return ("; these judgments list only relevant documents (judged@10 is the share of the top 10 that is "
+                "relevant): judge each system's top documents to compare systems fairly")
+    return "; compare systems with bpref (it ignores unjudged documents), or judge their top documents"
+
+
+def thin_systems(thin: Mapping[str, tuple[float, bool]], finished: int) -> str:
+    """The thinly judged systems named with their judged@10, or, when they are all of more than three, their range
+    (twelve names would fill lines)."""
+    values = [judged for judged, _ in thin.values()]
+    if len(thin) == finished and len(thin) > 3:
+        return f"all {len(thin)} systems ({min(values):.3f} to {max(values):.3f})"
+    return ", ".join(f"{system} ({judged:.3f})" for system, (judged, _) in thin.items())
+
+
+def judged_warnings(summary: SweepSummary) -> str:
+    """The sweep's warning for its thinly judged systems: one line, since a sweep's systems share their judgments
+    and the warnings would repeat each other (each job already warned under its own table); a line per system only
+    where their judgments differ in kind."""
+    thin = summary.thinly_judged()
+    kinds = {only_relevant for _, only_relevant in thin.values()}
+    if len(thin) < 2 or len(kinds) > 1:
+        return "\n".join(judged_warning(system, *found) for system, found in thin.items())
+    most = max(judged for judged, _ in thin.values())
+    return (f"warning: judged@10 is below {JUDGED_FLOOR} for {thin_systems(thin, len(summary.finished))}: at least "
+            f"{1 - most:.0%} of each one's top 10 was never judged, and nDCG, recall and MAP count every unjudged "
+            f"document as not relevant, so they undercount them" + judged_advice(kinds.pop()))
 
 
 def sweep_text(summary: SweepSummary, title: str) -> str:
@@ -72,9 +101,8 @@ def sweep_text(summary: SweepSummary, title: str) -> str:
         parts.append(nothing_judged(summary))
     if not summary.means.empty:
         parts.append(systems_table(summary))
-        thin = summary.thinly_judged()
-        if thin:
-            parts.append("\n".join(judged_warning(system, *found) for system, found in thin.items()))
+        if summary.thinly_judged():
+            parts.append(judged_warnings(summary))
         if not summary.same_data:
             parts.append("The systems were measured on different collections: no per-question comparison.")
         parts.append(verdict_text(summary))
