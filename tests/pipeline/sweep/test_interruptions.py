@@ -6,6 +6,7 @@ exactly once."""
 from __future__ import annotations
 
 import shlex
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -17,12 +18,14 @@ import pytest
 from mlflow import MlflowClient
 
 from tests.pipeline.helpers import cli_env, run_pipeline
+from tests.pipeline.sweep.stopper import HOLDING, hold_at, released
 from tests.pipeline.sweep.test_resume import wait_until_logged
 
-# twelve points: a stop sent once job 0 is logged (which happens as job 2 starts) must find the sweep still running;
-# with four, a loaded machine once let the sweep end first (exit 0, nothing said), and with eight again once the
-# sweep's end drew its figures in milliseconds
+# twelve points, the last held (stopper.HoldAtJob) until the test has sent its stop: a stop sent once job 0 is logged
+# must find the sweep still running. Sent at a moment seen from outside, it did not always: on a quiet machine job 0
+# is logged about a second before a 12-point sweep ends, and a loaded one once let it end first (exit 0, nothing said)
 K1 = ["0.3", "0.6", "0.9", "1.2", "1.5", "1.8", "2.1", "2.4", "2.7", "3.0", "3.3", "3.6"]
+HELD_JOB = len(K1) - 1
 
 
 def start(folder: Path, *args: str) -> subprocess.Popen:
@@ -32,6 +35,21 @@ def start(folder: Path, *args: str) -> subprocess.Popen:
 
 def sweep_args(sweep_dir: Path) -> list[str]:
     return ["-m", f"retriever.k1={','.join(K1)}", f"hydra.sweep.dir={sweep_dir}", "quiet=true"]
+
+
+def start_held(folder: Path, *args: str) -> subprocess.Popen:
+    """The sweep, held as its last job starts until :func:`released`: it cannot end before a stop reaches it."""
+    return start(folder, *sweep_args(folder / "sweep"), *args, *hold_at(HELD_JOB, folder))
+
+
+def wait_until_stoppable(folder: Path, process: subprocess.Popen) -> None:
+    """Until job 0 is logged (the stop then has something saved to say) and the sweep waits at its held job."""
+    wait_until_logged(folder / "sweep" / "0", process)
+    deadline = time.monotonic() + 600
+    while not (folder / HOLDING).exists():
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "the sweep never reached its held job"
+        time.sleep(0.02)
 
 
 def runs(folder: Path) -> tuple[list, list]:
@@ -69,10 +87,11 @@ def resume_command(line: str) -> list[str]:
 @pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_a_stopped_sweep_says_in_one_line_what_was_saved_and_how_to_resume(launch_dir, sig, status, word):
     sweep_dir = launch_dir / "sweep"
-    process = start(launch_dir, *sweep_args(sweep_dir))
-    wait_until_logged(sweep_dir / "0", process)
+    process = start_held(launch_dir)
+    wait_until_stoppable(launch_dir, process)
     process.send_signal(sig)
     _, err = process.communicate(timeout=300)
+    released(launch_dir)
     assert process.returncode == status, err[-3000:]
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
@@ -91,10 +110,11 @@ def test_a_stopped_sweep_says_in_one_line_what_was_saved_and_how_to_resume(launc
 @pytest.mark.slow  # several processes, tens of seconds: CI runs it in make test-slow
 def test_sync_of_a_sweep_killed_after_one_point_neither_calls_it_complete_nor_gates_it(launch_dir):
     sweep_dir = launch_dir / "sweep"
-    process = start(launch_dir, *sweep_args(sweep_dir), "gate=default")
-    wait_until_logged(sweep_dir / "0", process)
+    process = start_held(launch_dir, "gate=default")
+    wait_until_stoppable(launch_dir, process)
     process.kill()
     process.communicate(timeout=60)
+    released(launch_dir)
     sync = [sys.executable, "-m", "pipeline.sync", str(sweep_dir)]
     partial = subprocess.run(sync, cwd=launch_dir, env=cli_env(launch_dir), capture_output=True, text=True,
                              timeout=300)
@@ -116,26 +136,50 @@ def test_sync_of_a_sweep_killed_after_one_point_neither_calls_it_complete_nor_ga
     assert done.returncode == 0 and all_logged in done.stdout, done.stdout + done.stderr
 
 
-@pytest.mark.slow
-def test_ctrl_c_while_a_run_is_being_logged_leaves_nothing_running(launch_dir):
-    """The moment between a run's creation and its closing: the half-logged run is closed, the record stays
-    pending, and the resume supersedes it (one FINISHED run per point)."""
-    sweep_dir = launch_dir / "sweep"
-    process = start(launch_dir, *sweep_args(sweep_dir))
-    client = MlflowClient(f"sqlite:///{launch_dir / 'mlflow.db'}")
+def caught_logging(folder: Path, process: subprocess.Popen) -> bool:
+    """Whether a job's run of the held sweep in ``folder`` was seen created and not yet closed (the process is then
+    at that moment or just past it); False once the sweep waits at its held job and its store has logged what it had
+    (its finished runs unchanged for a second), when no such moment is left to see."""
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    idle, last = None, None
     deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and process.poll() is None:
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1][-3000:]  # held: it cannot have ended
         try:
             experiment = client.get_experiment_by_name("rankscope")
-            running = experiment and client.search_runs(
-                [experiment.experiment_id], "attributes.status = 'RUNNING' and tags.`rankscope.kind` = 'job'")
+            jobs = client.search_runs([experiment.experiment_id], "tags.`rankscope.kind` = 'job'") if experiment else []
         except Exception:  # the store is being created, or locked by the sweep: look again
-            running = None
-        if running:
-            break
+            jobs = None
+        if jobs and any(run.info.status == "RUNNING" for run in jobs):
+            return True
+        finished = None if jobs is None else len(jobs)
+        if (folder / HOLDING).exists() and finished is not None:
+            if finished != last:
+                idle, last = time.monotonic(), finished
+            elif time.monotonic() - idle > 1:
+                return False
         time.sleep(0.02)
+    pytest.fail("the sweep never reached its held job")
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_a_run_is_being_logged_leaves_nothing_running(tmp_path, empty_store):
+    """The moment between a run's creation and its closing: the half-logged run is closed, the record stays
+    pending, and the resume supersedes it (one FINISHED run per point)."""
+    for attempt in range(5):  # the moment is a few tens of milliseconds a job: one sweep may show none of them
+        launch_dir = tmp_path / f"attempt{attempt}"
+        launch_dir.mkdir()
+        shutil.copy(empty_store, launch_dir / "mlflow.db")  # as the launch_dir fixture has it
+        process = start_held(launch_dir)
+        if caught_logging(launch_dir, process):
+            break
+        released(launch_dir)  # it ran to its held job and logged every job before it, none seen half-logged
+        assert process.wait(timeout=300) == 0
+    else:
+        pytest.fail("no sweep was seen logging a job's run in 5 attempts")
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=300)
+    released(launch_dir)
     assert process.returncode == 130 and "Traceback" not in err, err[-3000:]
     assert_nothing_running(launch_dir)
     line = next(x for x in err.splitlines() if x.startswith("rankscope: stopped by"))
@@ -147,9 +191,8 @@ def test_ctrl_c_while_a_run_is_being_logged_leaves_nothing_running(launch_dir):
 
 @pytest.mark.slow
 def test_runs_are_closed_failed_even_while_another_process_holds_the_store_locked(launch_dir):
-    sweep_dir = launch_dir / "sweep"
-    process = start(launch_dir, *sweep_args(sweep_dir))
-    wait_until_logged(sweep_dir / "0", process)
+    process = start_held(launch_dir)
+    wait_until_stoppable(launch_dir, process)
     holder = sqlite3.connect(launch_dir / "mlflow.db", timeout=30, isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")  # as a UI or another writer might, for longer than SQLite's own timeout
     process.send_signal(signal.SIGINT)
@@ -157,6 +200,7 @@ def test_runs_are_closed_failed_even_while_another_process_holds_the_store_locke
     holder.execute("ROLLBACK")
     holder.close()
     _, err = process.communicate(timeout=300)
+    released(launch_dir)
     assert process.returncode == 130 and "Traceback" not in err, err[-3000:]
     assert_nothing_running(launch_dir)
     (parent,), _ = runs(launch_dir)
