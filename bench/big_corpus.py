@@ -3,8 +3,8 @@
 Reports wall time and memory per stage, and memory per document: what the index holds once built (its sparse
 matrices, and the growth of the process's resident memory), and the peak resident memory of the whole run,
 checked against ``--budget`` (8 GiB by default; the script exits 1 above it). Questions are ranked through the
-pipeline's chunking (``pipeline.job.chunked``: 1,024 questions at a time, and BM25 ranks 256 at a time inside each),
-so ranking memory depends on the chunk, not on how many questions there are.
+pipeline's batches (``pipeline.job.batches``: 1,024 questions at a time, and BM25 ranks 256 at a time inside each),
+so ranking memory depends on the batch, not on how many questions there are.
 
 The corpus is the bench's seeded synthetic one (``bench.corpus.synthetic``): words drawn from a Zipf
 distribution (exponent 1.07, 200,000 words), document lengths log-normal around 60 words, questions of 3 to 10
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from bench.corpus import synthetic
-    from pipeline.job.chunked import rank_in_chunks
+    from pipeline.job.batches import rank_in_batches
     from retrievers import BM25
 
     rows: list[tuple[str, float, int, int]] = []  # stage, seconds, resident after, the stage's peak
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     index_growth = rows[-1][2] - before_index
 
     start = time.perf_counter()
-    run = rank_in_chunks(bm25, corpus.query_ids, corpus.query_texts, args.depth, len(corpus.doc_ids))
+    run = rank_in_batches(bm25, corpus.query_ids, corpus.query_texts, args.depth, len(corpus.doc_ids))
     record(f"rank {args.questions:,} questions (depth {args.depth})", start)
     ranked = rows[-1][1]
     answered = int((run.lengths > 0).sum())

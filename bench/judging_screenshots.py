@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(REPO))
     from playwright.sync_api import sync_playwright
 
-    from tests.pipeline.judging import label_studio_server as server
+    from tests.pipeline.judge_steps import label_studio_server as server
 
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@
    (the known answer). Each system's nDCG@10 should move toward its full-qrels value.
 
 ``python -m bench.judging_simulation FOLDER [--retrievers bm25,dense,rrf_dense] [--budget N]`` prints every
-command's output and, last, the figures docs/judging.md quotes; ``tests/pipeline/judging/test_simulation.py``
+command's output and, last, the figures docs/judging.md quotes; ``tests/pipeline/judge_steps/test_simulation.py``
 runs it with lexical retrievers and checks the moves.
 """
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 DEFAULT_RESAMPLES = 5000
 DEFAULT_SEED = 0
 DEFAULT_CONFIDENCE = 0.95
-_CHUNK_CELLS = 2**20
+_BATCH_CELLS = 2**20
 _GATHER_CELLS = 2**16  # indices gathered at a time: 512 KB of values stay in the cache (a whole 8 MB chunk: slower)
 
 
@@ -168,7 +168,7 @@ _INDICES: OrderedDict[tuple[int, int, int], list[tuple[int, int, np.ndarray]]] =
 
 def _index_blocks(n: int, resamples: int, seed: int) -> Iterable[tuple[int, int, np.ndarray]]:
     """The resamples of ``n`` questions as (first resample, end, question indices) blocks of at most
-    :data:`_CHUNK_CELLS` indices: one ``rng.integers`` call per block draws the same stream as one ``rng.choice``
+    :data:`_BATCH_CELLS` indices: one ``rng.integers`` call per block draws the same stream as one ``rng.choice``
     per resample (checked in the tests).
 
     They depend only on ``n``, ``resamples`` and ``seed``: every job of a sweep on one question set, and its end's
@@ -194,7 +194,7 @@ def _index_blocks(n: int, resamples: int, seed: int) -> Iterable[tuple[int, int,
 
 def _drawn_blocks(n: int, resamples: int, seed: int) -> Iterator[tuple[int, int, np.ndarray]]:
     rng = np.random.default_rng(seed)
-    step = max(1, _CHUNK_CELLS // n)
+    step = max(1, _BATCH_CELLS // n)
     for start in range(0, resamples, step):
         stop = min(start + step, resamples)
         block = rng.integers(0, n, size=(stop - start, n))

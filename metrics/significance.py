@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-_CHUNK_CELLS = 2**23  # flips drawn per call of the generator (the stream every p-value here is computed from)
+_BATCH_CELLS = 2**23  # flips drawn per call of the generator (the stream every p-value here is computed from)
 _ROWS = 1024  # flips multiplied a block at a time: the temporaries stay in cache
 
 
@@ -14,7 +14,7 @@ def _sign_blocks(rng: np.random.Generator, permutations: int, n: int) -> Iterato
     """The random sign flips as blocks of +-1.0 rows: drawn as they always were (same stream, same chunks), turned
     into floats ``_ROWS`` rows at a time. The whole 10,000 x 300 matrix as floats was 24 MB, allocated and faulted
     in on each call: a sweep's end compared its systems in 0.05-0.17 s of this instead of 0.03."""
-    step = max(1, _CHUNK_CELLS // n)
+    step = max(1, _BATCH_CELLS // n)
     for start in range(0, permutations, step):
         flips = rng.integers(0, 2, size=(min(step, permutations - start), n), dtype=np.int8)
         for row in range(0, len(flips), _ROWS):

@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     collector.resume()
     try:
-        from pipeline.judging import commands
+        from pipeline.judge_steps import commands
 
         run = {"pool": commands.pool, "pull": commands.pull, "rescore": commands.rescore}[args.command]
         return run(args, Path.cwd())

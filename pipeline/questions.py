@@ -4,7 +4,7 @@
 carry, written to FOLDER for ``corpus=files`` and recorded as an MLflow dataset. ``judgments FOLDER``: read the
 judgments on the set's traces again. ``to-assessments FOLDER --judgments FILE``: write judgments back onto the
 traces, as MLflow expectations on their retriever spans. See docs/traces.md; the rules are in
-``pipeline.traces.questions``.
+``pipeline.traces.sampling``.
 
 Exit status: 0 done, 2 bad input or a store that does not answer (one line).
 """
@@ -86,8 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pathlib import Path
 
     from metrics.errors import InputError
-    from pipeline.traces import question_set
-    from pipeline.traces.questions import JUDGMENT_NAMES
+    from pipeline.traces import set_folder
+    from pipeline.traces.sampling import JUDGMENT_NAMES
     from pipeline.tracking.store import STORE_ERRORS, refusal, tracking_uri
 
     collector.resume()
@@ -101,18 +101,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if not sep or not key:
                     raise InputError(f"--tag {given!r}: expected KEY=VALUE")
                 tags.append((key, value))
-            settings = question_set.Settings(
+            settings = set_folder.Settings(
                 args.experiment, uri, args.since, args.until, args.trace_name, tuple(tags), args.filter,
                 args.question, args.span, _listed(args.doc_id) or ("id", "doc_uri"), args.near, args.sample,
                 args.sampling, args.stratify, args.allocation, args.seed,
                 _listed(args.judgment_names) or JUDGMENT_NAMES, _listed(args.judgment_sources), args.name,
                 args.record_experiment)
-            text = question_set.from_traces(settings, folder, int(time.time() * 1000), record=not args.no_record)
+            text = set_folder.from_traces(settings, folder, int(time.time() * 1000), record=not args.no_record)
         elif args.command == "judgments":
-            text = question_set.refresh_judgments(folder, args.tracking_uri and uri, _listed(args.judgment_names),
+            text = set_folder.refresh_judgments(folder, args.tracking_uri and uri, _listed(args.judgment_names),
                                                   _listed(args.judgment_sources))
         else:
-            text = question_set.write_back(folder, Path(args.judgments), args.tracking_uri and uri, args.name,
+            text = set_folder.write_back(folder, Path(args.judgments), args.tracking_uri and uri, args.name,
                                            args.assessor)
     except (InputError, *STORE_ERRORS) as exc:
         print(refusal(SAYS, exc), file=sys.stderr)

@@ -24,7 +24,7 @@ from retrievers.topk import top_k_dense
 
 # A score not above this is not a result (docs/helpdesk-reference.md): rankings can be empty.
 MIN_SCORE = 1e-9
-# Dense score blocks are kept under this many cells, so memory is bounded by chunking questions.
+# Dense score blocks are kept under this many cells, so memory is bounded by batching questions.
 BLOCK_CELLS = 2**24
 
 
@@ -129,13 +129,13 @@ class ScoringRetriever(Retriever):
     def scores(self, texts: Sequence[str]) -> np.ndarray:
         """A dense (questions x documents) score matrix over ``doc_ids``."""
 
-    def chunk_size(self) -> int:
+    def block_size(self) -> int:
         return max(1, BLOCK_CELLS // max(1, len(self.doc_ids)))
 
     def rank(self, query_ids: Sequence[str], texts: Sequence[str], depth: int = 100) -> Run:
         _check_batch(query_ids, texts)
         docs, scores = [], []
-        step = self.chunk_size()
+        step = self.block_size()
         for start in range(0, len(texts), step):
             d, s = top_k_dense(self.scores(texts[start : start + step]), depth, self.threshold)
             docs.append(d)

@@ -64,7 +64,7 @@ class Rerank(Retriever):
         width = min(depth, positions.shape[1])
         floor = -np.inf if self.second.threshold is None else self.second.threshold
         docs, scores = [], []
-        step = self.second.chunk_size()
+        step = self.second.block_size()
         for start in range(0, len(texts), step):
             block = positions[start : start + step]
             second = self.second.scores(texts[start : start + step])

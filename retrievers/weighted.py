@@ -79,7 +79,7 @@ class WeightedSum(ScoringRetriever):
         _check_batch(query_ids, texts)
         depth = self.depth if depth is None else min(depth, self.depth)
         docs, scores = [], []
-        step = self.chunk_size()
+        step = self.block_size()
         for start in range(0, len(texts), step):
             fused, anything = self._fuse(texts[start : start + step])
             d, s = top_k_dense(fused, depth, None)

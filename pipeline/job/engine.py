@@ -1,4 +1,4 @@
-"""A job's retriever at work: indexing the documents and ranking every question (in chunks), its failures told as
+"""A job's retriever at work: indexing the documents and ranking every question (in batches), its failures told as
 bad input (a setting the corpus does not allow) or, for a user's own retriever, as that engine's failure with the
 question it raised on (``retrievers.external.engine_failed``); any other exception is a bug of rankscope's."""
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from omegaconf import DictConfig
 
 from metrics.errors import InputError
-from pipeline.job.chunked import rank_in_chunks
+from pipeline.job.batches import rank_in_batches
 from retrievers.external import engine_failed
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def rank(retriever: Retriever, reuse: JobReuse, node: DictConfig, collection: Co
     """Every question's ranking to ``depth`` (a ranking an earlier job made is reused)."""
     ids, texts = collection.query_ids, collection.query_texts
     try:
-        return rank_in_chunks(reuse.ranking(retriever, node, collection), ids, texts, depth,
+        return rank_in_batches(reuse.ranking(retriever, node, collection), ids, texts, depth,
                               len(collection.doc_ids), f"ranking ({system})")
     except InputError:
         raise

@@ -1,7 +1,7 @@
 """A traced application's MLflow traces as rankscope's input: the production retriever's rankings as a run
 (``retriever=traces``: :mod:`~pipeline.traces.retriever`), its questions as a question set and the judgments on them
-as qrels (the rules: :mod:`~pipeline.traces.questions`; the set's folder, for ``python -m pipeline.questions``:
-:mod:`~pipeline.traces.question_set`). How one trace is read: :mod:`~pipeline.traces.calls`.
+as qrels (the rules: :mod:`~pipeline.traces.sampling`; the set's folder, for ``python -m pipeline.questions``:
+:mod:`~pipeline.traces.set_folder`). How one trace is read: :mod:`~pipeline.traces.calls`.
 
 May import: ``pipeline.tracking`` (whose module ``traces`` is the one that talks to MLflow Tracing),
 ``pipeline.data``, ``pipeline.common``, ``retrievers``, ``metrics``. Never MLflow, Hydra or matplotlib directly.

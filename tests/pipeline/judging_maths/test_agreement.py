@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.judgments.agreement import agreement, cohen_kappa, krippendorff_alpha, merge
+from pipeline.judging_maths.agreement import agreement, cohen_kappa, krippendorff_alpha, merge
 
 GRADES = [0, 1, 2, 3]
 RNG = np.random.default_rng(7)

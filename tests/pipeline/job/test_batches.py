@@ -1,4 +1,4 @@
-"""Ranking a job's questions chunk by chunk gives the Run that ranking them at once gives."""
+"""Ranking a job's questions batch by batch gives the Run that ranking them at once gives."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pipeline.common import progress
-from pipeline.job import chunked
+from pipeline.job import batches
 from retrievers import BM25, LSA, RRF, WeightedSum
 from retrievers.base import BLOCK_CELLS
 
@@ -19,24 +19,24 @@ def rankings(run) -> dict[str, list[tuple[str, float]]]:
 
 @pytest.mark.parametrize("make", [BM25, LSA, lambda: WeightedSum([BM25(), LSA()]), lambda: RRF([BM25(), LSA()])],
                          ids=["bm25", "lsa", "weighted", "rrf"])
-def test_chunks_of_questions_join_into_the_same_run(helpdesk_collection, monkeypatch, make):
+def test_batches_of_questions_join_into_the_same_run(helpdesk_collection, monkeypatch, make):
     c = helpdesk_collection
     retriever = make().index(c)
     whole = retriever.rank(c.query_ids, c.query_texts, 100)
-    monkeypatch.setattr(chunked, "chunk_length", lambda n_docs: 4)  # 14 questions: chunks of 4, 4, 4, 2
-    parts = chunked.rank_in_chunks(retriever, c.query_ids, c.query_texts, 100, len(c.doc_ids))
+    monkeypatch.setattr(batches, "batch_length", lambda n_docs: 4)  # 14 questions: batches of 4, 4, 4, 2
+    parts = batches.rank_in_batches(retriever, c.query_ids, c.query_texts, 100, len(c.doc_ids))
     assert list(parts.query_ids) == list(c.query_ids)
     assert rankings(parts) == rankings(whole)
     assert parts.depth == whole.depth
 
 
 @pytest.mark.parametrize("n_docs", [28, 5_183, 1_000_000, 3_000_000, 2**25])
-def test_chunks_are_whole_score_blocks_and_bounded_in_cells(n_docs):
+def test_batches_are_whole_score_blocks_and_bounded_in_cells(n_docs):
     block = max(1, BLOCK_CELLS // n_docs)  # questions per dense score block
-    length = chunked.chunk_length(n_docs)
+    length = batches.batch_length(n_docs)
     assert length % block == 0
-    assert length * n_docs <= max(chunked.CHUNK_CELLS, block * n_docs)
-    assert length * n_docs > chunked.CHUNK_CELLS // 2 or length == block
+    assert length * n_docs <= max(batches.BATCH_CELLS, block * n_docs)
+    assert length * n_docs > batches.BATCH_CELLS // 2 or length == block
 
 
 def test_bars_draw_only_on_a_terminal_and_never_when_quiet_or_in_worker_processes(monkeypatch):

@@ -9,7 +9,7 @@ from metrics.errors import InputError
 from metrics.evaluation import evaluate
 from metrics.qrels import Qrels
 from metrics.run import Run
-from pipeline.judgments.pool import DEPTH, RBP, pool
+from pipeline.judging_maths.pool import DEPTH, RBP, pool
 
 A = Run.from_rankings({"q1": [("d1", 3), ("d2", 2), ("d3", 1)], "q2": [("d4", 2), ("d5", 1)]}, "A")
 B = Run.from_rankings({"q1": [("d2", 3), ("d6", 2), ("d1", 1)], "q2": [("d5", 2), ("d4", 1)]}, "B")

@@ -2,7 +2,7 @@
 that talks to it), or a CSV/TSV sheet filled in a spreadsheet (``sheet``). Both give annotations back as one table
 (``query_id``, ``doc_id``, ``assessor``, ``grade``, ``when``), every grade checked against the scale.
 
-May import: ``pipeline.judgments``, ``pipeline.common``, ``metrics``, pandas and the standard library's HTTP client.
+May import: ``pipeline.judging_maths``, ``pipeline.common``, ``metrics``, pandas and the standard library's HTTP client.
 Never MLflow, Hydra or matplotlib; no other package talks to Label Studio.
 """
 

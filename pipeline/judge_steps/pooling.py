@@ -15,10 +15,10 @@ from metrics.qrels import Qrels
 from pipeline.common.jsonfile import read_json, write_json
 from pipeline.common.names import POOL_FILE, POOL_META, QRELS_TREC
 from pipeline.data.collection import Collection
-from pipeline.judging.settings import JudgeSettings
-from pipeline.judging.sources import Ranked
-from pipeline.judgments.pool import ORDERS, Pool, pool
-from pipeline.judgments.versions import trec_text
+from pipeline.judge_steps.settings import JudgeSettings
+from pipeline.judge_steps.sources import Ranked
+from pipeline.judging_maths.pool import ORDERS, Pool, pool
+from pipeline.judging_maths.versions import trec_text
 from pipeline.reports.text import format_table
 
 BASE_FILE = "base_" + QRELS_TREC  # the version the pool was made against, in the pool's folder

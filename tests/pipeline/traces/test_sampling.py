@@ -1,4 +1,4 @@
-"""A question set's rules (pipeline.traces.questions): duplicates, sampling, and judgments read from assessments,
+"""A question set's rules (pipeline.traces.sampling): duplicates, sampling, and judgments read from assessments,
 on plain records."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from metrics.errors import InputError
 from pipeline.traces.calls import question_key
-from pipeline.traces.questions import Asked, Question, distinct, grade_of, judgments, sample, shares
+from pipeline.traces.sampling import Asked, Question, distinct, grade_of, judgments, sample, shares
 from pipeline.tracking.traces import AssessmentRecord
 
 

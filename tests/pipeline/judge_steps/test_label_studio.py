@@ -8,11 +8,11 @@ import re
 import pandas as pd
 import pytest
 
-from pipeline.annotation.label_studio import LabelStudio
-from pipeline.judgments.scale import Scale
+from pipeline.annotation_tools.label_studio import LabelStudio
+from pipeline.judging_maths.scale import Scale
 from tests.pipeline.helpers import run_pipeline
-from tests.pipeline.judging import label_studio_server as server
-from tests.pipeline.judging.test_loop import FILES, judge, sample_grades
+from tests.pipeline.judge_steps import label_studio_server as server
+from tests.pipeline.judge_steps.test_loop import FILES, judge, sample_grades
 
 pytestmark = pytest.mark.slow
 PROJECT = "helpdesk chunks"

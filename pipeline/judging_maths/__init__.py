@@ -5,5 +5,5 @@
 
 Pure: plain data in, plain data out. May import: ``metrics``, ``pipeline.common``, numpy, pandas, scipy. Never
 MLflow, Hydra, OmegaConf, matplotlib or Label Studio (an import contract checks it), so it can be used and tested
-on its own; ``pipeline.judging`` runs the loop around it.
+on its own; ``pipeline.judge_steps`` runs the loop around it.
 """

@@ -3,7 +3,7 @@ to assessors and read their grades back (``assessors``) into a new qrels version
 against it (``rescoring``, logged by ``rescored_log``), say what changed (``changes_report``) and decide the gates
 again (``gates_again``); ``settings`` reads ``conf/judge/*.yaml``, ``sources`` finds runs, corpora and versions.
 
-The maths is ``pipeline.judgments``'s; MLflow is reached through ``pipeline.tracking``, assessors through
-``pipeline.annotation``. May import: ``pipeline.decisions`` and every package below it, OmegaConf. Never MLflow,
+The maths is ``pipeline.judging_maths``'s; MLflow is reached through ``pipeline.tracking``, assessors through
+``pipeline.annotation_tools``. May import: ``pipeline.decisions`` and every package below it, OmegaConf. Never MLflow,
 Hydra or matplotlib directly.
 """

@@ -14,10 +14,10 @@ from pipeline.common.names import (
     TAG_QUESTIONS_DIGEST,
 )
 from pipeline.data.collection import combined_digest
-from pipeline.judging.changes_report import keep_changes, write_changes
-from pipeline.judging.rescoring import Outcome
-from pipeline.judging.sources import QrelsVersion
-from pipeline.judgments.versions import frame
+from pipeline.judge_steps.changes_report import keep_changes, write_changes
+from pipeline.judge_steps.rescoring import Outcome
+from pipeline.judge_steps.sources import QrelsVersion
+from pipeline.judging_maths.versions import frame
 from pipeline.tracking import judgments as tracked
 from pipeline.tracking.client import MlflowClient
 from pipeline.tracking.store import run_location

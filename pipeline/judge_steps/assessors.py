@@ -10,11 +10,11 @@ from typing import Any
 import pandas as pd
 
 from metrics.errors import InputError
-from pipeline.annotation.label_studio import LabelStudio
-from pipeline.annotation.sheet import pool_of, read_sheets, write_sheet
+from pipeline.annotation_tools.label_studio import LabelStudio
+from pipeline.annotation_tools.sheet import pool_of, read_sheets, write_sheet
 from pipeline.data.collection import Collection
-from pipeline.judging.pooling import Pooled, SavedPool, texts
-from pipeline.judging.settings import JUDGING_DIR, LABEL_STUDIO, JudgeSettings
+from pipeline.judge_steps.pooling import Pooled, SavedPool, texts
+from pipeline.judge_steps.settings import JUDGING_DIR, LABEL_STUDIO, JudgeSettings
 
 
 class Assessors:

@@ -22,8 +22,8 @@ from xml.sax.saxutils import quoteattr
 import pandas as pd
 
 from metrics.errors import InputError
-from pipeline.annotation import ANNOTATION_COLUMNS
-from pipeline.judgments.scale import Scale
+from pipeline.annotation_tools import ANNOTATION_COLUMNS
+from pipeline.judging_maths.scale import Scale
 
 GRADE = "grade"  # the labeling config's Choices control: each annotation's grade is under this name
 PAGE = 100

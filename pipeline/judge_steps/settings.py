@@ -12,9 +12,9 @@ from omegaconf.errors import OmegaConfBaseException
 from metrics.errors import InputError
 from pipeline.common.redact import one_line
 from pipeline.config.paths import CONF_DIR, settings_file
-from pipeline.judgments.agreement import MAJORITY, RULES
-from pipeline.judgments.pool import DEFAULT_DEPTH, DEFAULT_PERSISTENCE, ORDERS, RBP, TARGET
-from pipeline.judgments.scale import DEFAULT_MEANINGS, Scale
+from pipeline.judging_maths.agreement import MAJORITY, RULES
+from pipeline.judging_maths.pool import DEFAULT_DEPTH, DEFAULT_PERSISTENCE, ORDERS, RBP, TARGET
+from pipeline.judging_maths.scale import DEFAULT_MEANINGS, Scale
 
 JUDGE_DIR = CONF_DIR / "judge"
 JUDGING_DIR = "judging"  # pools and their versions, under the folder the command starts in

@@ -34,7 +34,7 @@ from pipeline.common.privacy import RULES
 from pipeline.common.redact import redact_text
 from pipeline.data.collection import texts_digest
 from pipeline.traces.calls import Reading, moment, shown_time
-from pipeline.traces.questions import (
+from pipeline.traces.sampling import (
     JUDGMENT_NAMES,
     NEAR,
     Asked,
@@ -133,7 +133,7 @@ def from_traces(settings: Settings, folder: Path, now_ms: int, record: bool = Tr
                      f"left out")
     lines.append("wrote " + ", ".join(str(f) for f in files))
     if record:
-        from pipeline.tracking.question_sets import record_question_set
+        from pipeline.tracking.question_set_versions import record_question_set
 
         frame = pd.DataFrame({"id": ids, "text": texts, "stratum": [q.stratum for q in chosen],
                               "asked": [q.count for q in chosen]})

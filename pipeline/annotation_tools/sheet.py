@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from metrics.errors import InputError
-from pipeline.annotation import ANNOTATION_COLUMNS
-from pipeline.judgments.scale import Scale
+from pipeline.annotation_tools import ANNOTATION_COLUMNS
+from pipeline.judging_maths.scale import Scale
 
 COLUMNS = ["order", "query_id", "doc_id", "grade", "assessor", "question", "document"]
 SUFFIXES = {".csv": ",", ".tsv": "\t"}

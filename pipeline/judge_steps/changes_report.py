@@ -11,8 +11,8 @@ import numpy as np
 
 from pipeline.common.names import CHANGES_TABLE, CHANGES_TEXT, REPORT_FILE
 from pipeline.common.redact import redact_text
-from pipeline.judging.rescoring import JUDGED_K, Outcome
-from pipeline.judging.settings import JUDGING_DIR
+from pipeline.judge_steps.rescoring import JUDGED_K, Outcome
+from pipeline.judge_steps.settings import JUDGING_DIR
 from pipeline.reports.html import write_report
 from pipeline.reports.text import format_table
 

@@ -8,7 +8,7 @@ import pandas as pd
 from metrics.comparison import compare, gate
 from pipeline.common.names import TAG_COMPARE_BASELINE, TAG_COMPARE_CANDIDATE, TAG_GATE, TAG_GATE_REASON
 from pipeline.decisions.gate_settings import load_settings as gate_settings
-from pipeline.judging.rescoring import GateAgain, Rescored
+from pipeline.judge_steps.rescoring import GateAgain, Rescored
 from pipeline.tracking.client import MlflowClient
 from pipeline.tracking.search import search_runs
 

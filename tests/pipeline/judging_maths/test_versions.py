@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from metrics.qrels import Qrels
-from pipeline.judgments.versions import next_version
+from pipeline.judging_maths.versions import next_version
 
 OLD = Qrels.from_dict({"q1": {"d1": 1, "d2": 0}})
 NEW = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["d2", "d3", "d9"], "grade": [2, 0, 3]})

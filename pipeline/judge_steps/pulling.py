@@ -23,10 +23,10 @@ from pipeline.common.names import (
     TAG_QUESTIONS_DIGEST,
     VERSION_TEXT,
 )
-from pipeline.judging.pooling import SavedPool
-from pipeline.judgments.agreement import KEY, Agreement, agreement, merge
-from pipeline.judgments.scale import Scale
-from pipeline.judgments.versions import Version, beir_text, frame, next_version, trec_text
+from pipeline.judge_steps.pooling import SavedPool
+from pipeline.judging_maths.agreement import KEY, Agreement, agreement, merge
+from pipeline.judging_maths.scale import Scale
+from pipeline.judging_maths.versions import Version, beir_text, frame, next_version, trec_text
 from pipeline.tracking import judgments as tracked
 from pipeline.tracking.client import MlflowClient
 

@@ -8,15 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.common.names import QRELS_TREC
-from pipeline.judging.assessors import Assessors, pool_folder, read_grades
-from pipeline.judging.changes_report import changes_text
-from pipeline.judging.gates_again import gates_again
-from pipeline.judging.pooling import load_pool, make_pools, pool_text, save_pool
-from pipeline.judging.pulling import build_version, log_version, version_text, write_version
-from pipeline.judging.rescored_log import log_rescoring
-from pipeline.judging.rescoring import Outcome, rescore_run, what_changed
-from pipeline.judging.settings import JUDGING_DIR, LABEL_STUDIO, JudgeSettings, load_settings
-from pipeline.judging.sources import QrelsVersion, collection_of, find_version, ranked_runs, scored_version, scored_with
+from pipeline.judge_steps.assessors import Assessors, pool_folder, read_grades
+from pipeline.judge_steps.changes_report import changes_text
+from pipeline.judge_steps.gates_again import gates_again
+from pipeline.judge_steps.pooling import load_pool, make_pools, pool_text, save_pool
+from pipeline.judge_steps.pulling import build_version, log_version, version_text, write_version
+from pipeline.judge_steps.rescored_log import log_rescoring
+from pipeline.judge_steps.rescoring import Outcome, rescore_run, what_changed
+from pipeline.judge_steps.settings import JUDGING_DIR, LABEL_STUDIO, JudgeSettings, load_settings
+from pipeline.judge_steps.sources import (
+    QrelsVersion,
+    collection_of,
+    find_version,
+    ranked_runs,
+    scored_version,
+    scored_with,
+)
 from pipeline.tracking.store import Store, run_location, tracking_uri
 
 

@@ -1,11 +1,11 @@
-"""Rank a job's questions a chunk at a time: a progress bar over questions, and memory bounded by the chunk.
+"""Rank a job's questions a batch at a time: a progress bar over questions, and memory bounded by the batch.
 
-A chunk holds about :data:`CHUNK_CELLS` (question, document) cells, whatever the retriever: at a million
+A batch holds about :data:`BATCH_CELLS` (question, document) cells, whatever the retriever: at a million
 documents 64 questions, so even a retriever that materialises every (question, document) score of its batch
 (BM25's sparse product, when most documents share a frequent word with most questions) stays within about a
-gigabyte. Chunks are whole multiples of the retrievers' own score-block size (``retrievers.base.BLOCK_CELLS``
+gigabyte. Batches are whole multiples of the retrievers' own score-block size (``retrievers.base.BLOCK_CELLS``
 cells), so every score block a retriever computes is the one it would compute for all the questions at once:
-the Run is the same, bit for bit, with or without chunking.
+the Run is the same, bit for bit, with or without batches.
 """
 
 from __future__ import annotations
@@ -20,19 +20,19 @@ from pipeline.common import progress
 from retrievers import Retriever
 from retrievers.base import BLOCK_CELLS
 
-CHUNK_CELLS = 2**26
+BATCH_CELLS = 2**26
 
 
-def chunk_length(n_docs: int) -> int:
-    """Questions per chunk: a whole number of dense score blocks, about :data:`CHUNK_CELLS` cells in all."""
+def batch_length(n_docs: int) -> int:
+    """Questions per batch: a whole number of dense score blocks, about :data:`BATCH_CELLS` cells in all."""
     block = max(1, BLOCK_CELLS // max(1, n_docs))
-    return block * max(1, CHUNK_CELLS // max(1, n_docs) // block)
+    return block * max(1, BATCH_CELLS // max(1, n_docs) // block)
 
 
-def rank_in_chunks(retriever: Retriever, query_ids: Sequence[str], texts: Sequence[str], depth: int,
+def rank_in_batches(retriever: Retriever, query_ids: Sequence[str], texts: Sequence[str], depth: int,
                    n_docs: int, label: str = "ranking") -> Run:
-    """``retriever.rank`` over chunks of questions, joined into one Run (rows in question order)."""
-    step = chunk_length(n_docs)
+    """``retriever.rank`` over batches of questions, joined into one Run (rows in question order)."""
+    step = batch_length(n_docs)
     if len(query_ids) <= step:
         return retriever.rank(query_ids, texts, depth)
     runs = []

@@ -1,7 +1,8 @@
 """Re-score without re-ranking: each selected run's stored ``run.trec`` scored against the qrels version it was
 scored with and against the new one, with the metrics its job was configured with; what changed (each system's
 primary metric and judged@k before and after, the ordering's Kendall's tau, every flipped pairwise verdict). The
-gates decided again are :mod:`~pipeline.judging.gates_again`'s, the report :mod:`~pipeline.judging.changes_report`'s."""
+gates decided again are :mod:`~pipeline.judge_steps.gates_again`'s, the report
+:mod:`~pipeline.judge_steps.changes_report`'s."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from metrics.run import PAD, Run
 from metrics.spec import MetricSpec
 from pipeline.common.names import LOWER, QUESTIONS_PREFIX, UPPER
 from pipeline.config.build import MetricPlan, metric_plan
-from pipeline.judging.sources import Ranked
-from pipeline.judgments.changes import Changes, changes
+from pipeline.judge_steps.sources import Ranked
+from pipeline.judging_maths.changes import Changes, changes
 from pipeline.tracking import judgments as tracked
 from pipeline.tracking.client import MlflowClient
 

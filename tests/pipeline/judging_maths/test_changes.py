@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy.stats import kendalltau
 
-from pipeline.judgments.changes import changes
+from pipeline.judging_maths.changes import changes
 
 QUESTIONS = pd.Index([f"q{i}" for i in range(40)], name="query_id")
 RNG = np.random.default_rng(3)
