@@ -10,9 +10,11 @@ import numpy as np
 import pandas as pd
 
 from metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED, Intervals, bootstrap_ci, exact_mean
+from metrics.chunks import ChunkRun, Chunks
 from metrics.qrels import Qrels
 from metrics.run import Run
 from metrics.scoring import EvalSettings, compute, score
+from metrics.spans import Spans
 from metrics.spec import MetricSpec
 
 __all__ = ["EvalSettings", "Evaluation", "compute", "evaluate"]
@@ -48,9 +50,13 @@ def evaluate(
     metrics: Sequence[MetricSpec | str] | str,
     settings: EvalSettings | None = None,
     query_ids: Sequence[str] | None = None,
+    chunks: ChunkRun | None = None,
+    spans: Spans | None = None,
+    chunking: Chunks | None = None,
 ) -> Evaluation:
-    """Score ``run`` against ``qrels`` (see :func:`metrics.scoring.score`) into pandas tables indexed by question."""
-    scores = score(run, qrels, metrics, settings, query_ids)
+    """Score ``run`` against ``qrels`` (see :func:`metrics.scoring.score`) into pandas tables indexed by question;
+    span and token-budget measures read ``chunks``, ``spans`` and ``chunking`` as ``score`` says."""
+    scores = score(run, qrels, metrics, settings, query_ids, chunks, spans, chunking)
     index = pd.Index(scores.query_ids, name="query_id")
     per_question = pd.DataFrame(scores.values, index=index)
     first = pd.Series(scores.first_relevant_rank, index=index, name="first_relevant_rank")

@@ -18,7 +18,18 @@ MEASURES: dict[str, tuple[str | None, str | None]] = {
     "r_precision": (None, "Rprec"),
     "bpref": (None, "bpref"),  # trec_eval's bpref: judged relevant above judged non-relevant, unjudged ignored
     "judged": ("required", None),  # ir_measures' Judged@k: the share of the top k that is judged
+    # measures of a ranking of chunks against span judgments (metrics.context): at k chunks, or at a token budget
+    "span_recall": ("required", None),
+    "span_precision": ("required", None),
+    "span_iou": ("required", None),
+    "span_precision_omega": (None, None),  # the chunking's ceiling: no cutoff
 }
+
+OMEGA = "span_precision_omega"  # the one that reads the whole chunking, not the ranking
+SPAN_MEASURES = frozenset({"span_recall", "span_precision", "span_iou", OMEGA})
+# measures that also take a token budget (``recall@512tok``): the chunks fed until the budget is used
+BUDGET_MEASURES = ("recall", "hit_rate", "ndcg", "span_recall", "span_precision", "span_iou")
+TOKENS = "tok"  # the unit of a budget: ``recall@512tok``
 
 ALIASES = {"success": "hit_rate", "hit": "hit_rate", "p": "precision", "rr": "mrr", "ap": "map", "rprec": "r_precision"}
 
@@ -43,31 +54,38 @@ TREC_DEFAULT_CUTOFFS = {
     "ndcg_cut": (5, 10, 15, 20, 30, 100, 200, 500, 1000),
 }
 
-_SPEC = re.compile(r"^([a-z_]+)(?:@(\d+))?$")
+_SPEC = re.compile(r"^([a-z_]+)(?:@(\d+)(tok)?)?$")
 
 
 @dataclass(frozen=True, order=True)
 class MetricSpec:
-    """One metric at one cutoff, e.g. ``ndcg@5`` or ``mrr`` (no cutoff: the whole ranking)."""
+    """One metric at one cutoff, e.g. ``ndcg@5`` or ``mrr`` (no cutoff: the whole ranking); with ``unit`` "tok" the
+    cutoff is a token budget (``recall@512tok``: the chunks fed until 512 tokens are used)."""
 
     measure: str
     k: int | None = None
+    unit: str = ""
 
     @property
     def name(self) -> str:
-        """The name used in code and tables: ``ndcg@5``."""
-        return self.measure if self.k is None else f"{self.measure}@{self.k}"
+        """The name used in code and tables: ``ndcg@5``, ``recall@512tok``."""
+        return self.measure if self.k is None else f"{self.measure}@{self.k}{self.unit}"
+
+    @property
+    def needs_chunks(self) -> bool:
+        """Whether it reads a ranking of chunks (a span measure, or any measure at a token budget)."""
+        return self.unit == TOKENS or self.measure in SPAN_MEASURES
 
     @property
     def mlflow_key(self) -> str:
-        """MLflow forbids ``@``: ``ndcg@5`` is logged as ``ndcg_at_5``."""
+        """MLflow forbids ``@``: ``ndcg@5`` is logged as ``ndcg_at_5``, ``recall@512tok`` as ``recall_at_512tok``."""
         return self.name.replace("@", "_at_")
 
     @property
     def trec_name(self) -> str:
         """trec_eval's name (``ndcg_cut_5``); a measure trec_eval lacks (``judged@10``) keeps its own."""
         pattern = MEASURES[self.measure][1]
-        if pattern is None:
+        if pattern is None or self.unit:
             return self.name
         if self.k is None:
             return "ndcg" if self.measure == "ndcg" else pattern
@@ -82,9 +100,16 @@ def parse_metric(text: str) -> MetricSpec:
     m = _SPEC.match(str(text).strip().lower())
     if not m:
         raise InputError(f"cannot read metric {text!r}: expected a name such as 'ndcg@5', 'recall@10' or 'mrr'")
-    measure, k = ALIASES.get(m.group(1), m.group(1)), m.group(2)
+    measure, k, unit = ALIASES.get(m.group(1), m.group(1)), m.group(2), m.group(3) or ""
     if measure not in MEASURES:
         raise InputError(f"unknown metric {text!r}; known: {', '.join(sorted(MEASURES))}")
+    if unit:
+        if measure not in BUDGET_MEASURES:
+            raise InputError(f"metric {text!r}: {measure} takes no token budget; these do: "
+                             f"{', '.join(BUDGET_MEASURES)}")
+        if int(k) < 1:
+            raise InputError(f"metric {text!r}: the token budget must be positive")
+        return MetricSpec(measure, int(k), unit)
     cutoff = MEASURES[measure][0]
     if k is None and cutoff == "required":
         raise InputError(f"metric {text!r} needs a cutoff, e.g. '{measure}@5'")

@@ -71,6 +71,9 @@ CONFIG_FILE = "config.yaml"
 PER_QUESTION_FILE = "per_question.csv"
 PER_QUESTION_TABLE = "per_question.json"  # the same table as an MLflow table (log_table)
 RUN_FILE = "run.trec"
+CHUNKS_FILE = "chunks.tsv"  # a chunked job's ranking of chunks (metrics.chunks): run.trec's documents come from it
+SPANS_FILE = "spans.tsv"  # the span judgments a job scored span metrics with, whole documents included
+CHUNKING_FILE = "chunking.tsv"  # every chunk of the documents holding evidence (span_precision_omega reads it)
 MEANS_FILE = "metrics.csv"
 DIAGNOSIS_FILE = "diagnosis.txt"
 NOTES_FILE = "notes.txt"  # TAG_NOTES's lines, in full; written only when the job has notes
@@ -109,6 +112,9 @@ QUESTION_SET_FILE = "question_set.json"  # where the set came from: experiment, 
 # -- a comparison's run ------------------------------------------------------------------------------------------
 COMPARISON_TABLE = "comparison.json"
 ONE_SIDE_FILE = "questions_on_one_side.txt"
+
+# -- the cache folder (cache.dir) ---------------------------------------------------------------------------------
+CHUNKS_DIR = "chunks"  # chunkings, one .npz per (corpus, chunker settings)
 
 # -- the tracking store -----------------------------------------------------------------------------------------
 DB_NAME = "mlflow.db"

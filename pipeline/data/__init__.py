@@ -11,7 +11,7 @@ from pipeline.data.beir import load_beir
 from pipeline.data.collection import Collection, corpus_label
 from pipeline.data.files import Judgments, OwnFiles, Table
 from pipeline.data.irds import IrDatasets
-from pipeline.data.sources import BeirFolder, Benchmark, CorpusSource, Helpdesk, helpdesk
+from pipeline.data.sources import BeirFolder, Benchmark, CorpusSource, Helpdesk, HelpdeskPages, helpdesk
 
-__all__ = ["BeirFolder", "Benchmark", "Collection", "CorpusSource", "Helpdesk", "IrDatasets", "Judgments", "OwnFiles",
-           "Table", "corpus_label", "helpdesk", "load_beir"]
+__all__ = ["BeirFolder", "Benchmark", "Collection", "CorpusSource", "Helpdesk", "HelpdeskPages", "IrDatasets",
+           "Judgments", "OwnFiles", "Table", "corpus_label", "helpdesk", "load_beir"]

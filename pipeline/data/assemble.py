@@ -19,6 +19,7 @@ import numpy as np
 
 from metrics.errors import InputError, Note
 from metrics.qrels import Qrels
+from metrics.spans import Spans
 from pipeline.data.collection import Collection
 
 SHOWN = 5  # how many offending ids a message lists before "and N more"
@@ -107,7 +108,8 @@ class Records:
 
 def assemble(name: str, documents: Records, questions: Records, qrels: Qrels, *, judgments: str, split: str,
              notes: Notes, source: str, keep_unjudged: bool = False, origin: dict[str, str] | None = None,
-             metadata: dict[str, list] | None = None, question_metadata: dict[str, list] | None = None) -> Collection:
+             metadata: dict[str, list] | None = None, question_metadata: dict[str, list] | None = None,
+             spans: Spans | None = None) -> Collection:
     """The checked Collection. ``judgments`` names the qrels read (for messages and the record); the questions are
     those judged in it, in reading order, or every question with ``keep_unjudged`` (own files: a question set not
     judged yet is measured once it is). ``metadata``, ``question_metadata``: columns aligned with the records."""
@@ -142,4 +144,4 @@ def assemble(name: str, documents: Records, questions: Records, qrels: Qrels, *,
                   f"{listing(without)}", WITHOUT_RELEVANT, without, kept="(left out of the means)")
     return Collection(name, documents.ids, documents.texts, query_ids, query_texts, qrels, source=source, split=split,
                       notes=list(notes), judgments=judgments, origin=dict(origin or {}),
-                      doc_metadata=dict(metadata or {}), query_metadata=query_metadata)
+                      doc_metadata=dict(metadata or {}), query_metadata=query_metadata, spans=spans)

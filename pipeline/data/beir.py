@@ -1,4 +1,5 @@
-"""Load a BEIR-layout folder (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv) into a Collection."""
+"""Load a BEIR-layout folder (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv) into a Collection; a qrels file
+whose header names ``start`` and ``end`` columns holds span judgments (:mod:`pipeline.data.span_judgments`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from metrics.trec import read_beir_qrels
 from pipeline.common import progress
 from pipeline.data.assemble import Notes, Records, assemble, join_text, json_object
 from pipeline.data.collection import Collection
+from pipeline.data.span_judgments import check_spans, has_span_header, read_beir_spans
 
 
 def _opener(path: Path):
@@ -71,6 +73,11 @@ def load_beir(path: str | Path, split: str = "test", name: str | None = None, st
     corpus_file = find_corpus_file(folder)
     documents = Records.read(read_jsonl(corpus_file, "document"), "document", corpus_file)
     questions = Records.read(read_jsonl(folder / "queries.jsonl", "question"), "question", folder / "queries.jsonl")
-    qrels = read_beir_qrels(qrels_path)
+    spans = None
+    if has_span_header(qrels_path):  # judgments with character offsets: 'query-id corpus-id score start end'
+        qrels, spans, lines = read_beir_spans(qrels_path)
+        check_spans(spans, lines, documents.ids, documents.texts, qrels_path)
+    else:
+        qrels = read_beir_qrels(qrels_path)
     return assemble(name or folder.name, documents, questions, qrels, judgments=str(qrels_path.resolve()),
-                    split=split, notes=notes, source=str(folder.resolve()), origin={"route": "beir"})
+                    split=split, notes=notes, source=str(folder.resolve()), origin={"route": "beir"}, spans=spans)

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from metrics.errors import InputError
-from metrics.qrels import Qrels, QrelsBuilder
+from metrics.qrels import Qrels
+from metrics.spans import Spans
 from metrics.textfile import SHOWN, check_file, not_text
 from metrics.trec import read_qrels
 from pipeline.common import progress
 from pipeline.data.assemble import Notes, Records, assemble, join_text, json_object
 from pipeline.data.collection import Collection
+from pipeline.data.span_judgments import SpanRows, check_spans
 
 ROUTE = "files"
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
@@ -245,27 +247,38 @@ class Judgments:
     document: str = "doc_id"
     grade: str | None = "grade"
     format: str | None = None
+    start: str | None = None  # the columns of a span's character offsets in its document (end exclusive): a row
+    end: str | None = None  # with them judges that span, one without them the whole document
 
     @classmethod
     def from_config(cls, context: Any, path: str | None = None, **settings: Any) -> Judgments:
         return cls(path=None if path in (None, "") else str(context.path(path)), **settings)
 
     def read(self, key: str) -> Qrels:
+        return self.read_spans(key)[0]
+
+    def read_spans(self, key: str) -> tuple[Qrels, Spans | None, list[int]]:
+        """The judgments, the spans among them (None without ``start``/``end`` columns) and each span's line or row."""
         if self.path is None:
-            return Qrels.from_dict({})
+            return Qrels.from_dict({}), None, []
         path = check_file(self.path)
         fmt = file_format(path, self.format, key)
         if fmt == "qrels":
-            return read_qrels(path)
-        wanted = [self.question, self.document, *_names(self.grade)]
-        judgments = QrelsBuilder(path)
+            return read_qrels(path), None, []
+        offsets = [c for c in (self.start, self.end) if c]
+        if len(offsets) == 1:
+            raise InputError(f"{key}: a span needs both columns, start and end (only one is set)")
+        wanted = [self.question, self.document, *_names(self.grade), *offsets]
+        judgments = SpanRows(path, _place(fmt))
         for number, values in rows(path, fmt, wanted, wanted, key):
             question, document = values[0], values[1]
             for column, value in ((self.question, question), (self.document, document)):
                 if _blank(value) or value == "":
                     raise InputError(_with_row(f"judgment without a {column!r}", fmt, number), *_at(path, fmt, number))
             grade = _grade(values[2], self.grade, path, fmt, number) if self.grade else 1
-            judgments.add(_text(question), _text(document), grade, number)
+            start, end = (values[-2], values[-1]) if offsets else (None, None)
+            judgments.add(_text(question), _text(document), grade, None if _blank(start) else start,
+                          None if _blank(end) else end, number)
         return judgments.build()
 
 
@@ -313,14 +326,17 @@ class OwnFiles:
         documents, doc_metadata = self.documents.read("document", "corpus.documents")
         questions, question_metadata = self.questions.read("question", "corpus.questions")
         judgments = self.judgments or Judgments()
-        qrels = judgments.read("corpus.judgments")
+        qrels, spans, lines = judgments.read_spans("corpus.judgments")
+        if spans is not None:
+            check_spans(spans, lines, documents.ids, documents.texts, judgments.path,
+                        _place(file_format(Path(judgments.path), judgments.format, "corpus.judgments")))
         name = self.name or Path(self.documents.path).name.split(".")[0]
         return assemble(name, documents, questions, qrels, judgments=judgments.path or "no judgments",
                         split=self.split, notes=notes, source=str(Path(self.documents.path).resolve()),
                         keep_unjudged=self.unjudged == "keep", metadata=doc_metadata,
                         question_metadata=question_metadata,
                         origin={"route": ROUTE, "documents": self.documents.path, "questions": self.questions.path,
-                                "judgments": judgments.path or ""})
+                                "judgments": judgments.path or ""}, spans=spans)
 
     def splits(self) -> list[str]:
         return [self.split]

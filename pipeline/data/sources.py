@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from metrics.errors import InputError
 from pipeline.data.beir import find_corpus_file, load_beir
@@ -21,6 +21,7 @@ from pipeline.data.collection import Collection
 from pipeline.data.irds import IrDatasets
 
 HELPDESK_NAME = "helpdesk"
+HELPDESK_PAGES_NAME = "helpdesk_pages"
 
 
 class CorpusSource(Protocol):
@@ -38,8 +39,9 @@ class CorpusSource(Protocol):
     def with_split(self, split: str) -> CorpusSource: ...
 
 
-def _helpdesk_folder() -> Path:
-    return Path(str(resources.files("pipeline.data").joinpath(HELPDESK_NAME)))
+def _shipped_folder(name: str = HELPDESK_NAME) -> Path:
+    """A BEIR folder shipped inside the package (``pipeline/data/<name>``)."""
+    return Path(str(resources.files("pipeline.data").joinpath(name)))
 
 
 @dataclass(frozen=True)
@@ -84,9 +86,10 @@ class Helpdesk:
 
     name: str = HELPDESK_NAME
     split: str = "test"
+    folder: ClassVar[str] = HELPDESK_NAME  # its folder inside the package
 
     def _folder(self) -> BeirFolder:
-        return BeirFolder(_helpdesk_folder(), self.split, self.name)
+        return BeirFolder(_shipped_folder(self.folder), self.split, self.name)
 
     def load(self) -> Collection:
         if self.split != "test":
@@ -101,6 +104,16 @@ class Helpdesk:
 
     def with_split(self, split: str) -> Helpdesk:
         return dataclasses.replace(self, split=split)
+
+
+@dataclass(frozen=True)
+class HelpdeskPages(Helpdesk):
+    """The help-desk corpus stitched into four topic pages (Markdown: a section per topic), its judgments turned into
+    span judgments of the original sentences (``python -m bench.stitch helpdesk`` makes it): the long-document
+    sample chunking is measured on (docs/chunking.md)."""
+
+    name: str = HELPDESK_PAGES_NAME
+    folder: ClassVar[str] = HELPDESK_PAGES_NAME
 
 
 def helpdesk() -> Collection:

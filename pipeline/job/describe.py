@@ -116,7 +116,7 @@ def data_identity(c: Collection) -> dict[str, str]:
     """What a result records of its data: the digests of its documents, questions and judgments (each on its own,
     so the same data reached by two routes is seen to be the same), where it was read, its ir_datasets id."""
     found = {TAG_DOCUMENTS_DIGEST: c.corpus_digest, TAG_QUESTIONS_DIGEST: c.queries_digest,
-             TAG_QRELS_DIGEST: c.qrels.digest(), TAG_CORPUS_SOURCE: c.source or c.name}
+             TAG_QRELS_DIGEST: c.judgments_digest, TAG_CORPUS_SOURCE: c.source or c.name}
     if c.origin.get("route") == IRDS_ROUTE:
         found[TAG_IRDS_ID] = c.origin["id"]
     return found

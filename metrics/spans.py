@@ -1,0 +1,179 @@
+"""Span judgments: the characters of a document that answer a question, so a judgment outlives every chunking.
+
+A span judgment is ``(question, document, start, end, grade)``, character offsets into the document's text, end
+exclusive. A question may have several spans in one document; the document's grade is the highest of them (a
+document with a relevant span is a relevant document, so every document metric keeps working). A judgment of a
+whole document (a qrels line, no offsets) marks its whole text: :meth:`Spans.with_documents` adds those.
+
+The *evidence* of a question is the union of its spans graded at or above the relevance level: per document, a
+sorted list of disjoint character ranges (:meth:`Spans.evidence`). The span metrics read only that.
+
+``spans.tsv`` (:func:`write_spans`, :func:`read_spans`) is the file a job writes of the spans it scored with, whole
+documents included, so ``python -m metrics --spans spans.tsv`` recomputes its span metrics.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from metrics.errors import InputError
+from metrics.qrels import Qrels
+
+SPAN_COLUMNS = ("query_id", "doc_id", "start", "end", "grade")  # spans.tsv's header
+
+Ranges = list[tuple[int, int]]
+
+
+def merged(ranges: Sequence[tuple[int, int]]) -> Ranges:
+    """Sorted, disjoint ranges covering the same characters (touching ranges join)."""
+    out: Ranges = []
+    for start, end in sorted(ranges):
+        if out and start <= out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
+def covered(ranges: Ranges) -> int:
+    """Characters in sorted, disjoint ranges."""
+    return sum(end - start for start, end in ranges)
+
+
+def overlap(a: Ranges, b: Ranges) -> int:
+    """Characters in both of two sorted, disjoint range lists (a merge walk)."""
+    i = j = total = 0
+    while i < len(a) and j < len(b):
+        low, high = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if high > low:
+            total += high - low
+        if a[i][1] <= b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+@dataclass(frozen=True)
+class Spans:
+    """Span judgments as parallel arrays, one row per span."""
+
+    query_ids: np.ndarray
+    doc_ids: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    grades: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in ("query_ids", "doc_ids"):
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=object))
+        for name in ("starts", "ends", "grades"):
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=np.int64))
+        if not len(self.query_ids) == len(self.doc_ids) == len(self.starts) == len(self.ends) == len(self.grades):
+            raise ValueError("query_ids, doc_ids, starts, ends and grades must have the same length")
+
+    def __len__(self) -> int:
+        return len(self.grades)
+
+    @classmethod
+    def empty(cls) -> Spans:
+        return cls(np.array([], dtype=object), np.array([], dtype=object), [], [], [])
+
+    def digest(self) -> str:
+        """A content digest independent of line order."""
+        h = hashlib.sha256()
+        for row in sorted(zip(self.query_ids.astype(str), self.doc_ids.astype(str), self.starts.tolist(),
+                              self.ends.tolist(), self.grades.tolist())):
+            h.update("\t".join(map(str, row)).encode() + b"\n")
+        return h.hexdigest()[:16]
+
+    def qrels(self) -> Qrels:
+        """Document judgments: each (question, document) pair at the highest grade of its spans."""
+        best: dict[tuple[str, str], int] = {}
+        for q, d, g in zip(self.query_ids, self.doc_ids, self.grades):
+            key = (str(q), str(d))
+            best[key] = max(best.get(key, int(g)), int(g))
+        return Qrels(np.array([k[0] for k in best], dtype=object), np.array([k[1] for k in best], dtype=object),
+                     np.array(list(best.values()), dtype=np.int64))
+
+    def with_documents(self, qrels: Qrels, lengths: Mapping[str, int]) -> Spans:
+        """These spans plus, for every judged (question, document) pair without a span, the document's whole text at
+        its grade: what a judgment without offsets marks."""
+        have = set(zip(self.query_ids.tolist(), self.doc_ids.tolist()))
+        extra = [(q, d, g) for q, d, g in zip(qrels.query_ids.tolist(), qrels.doc_ids.tolist(), qrels.grades.tolist())
+                 if (q, d) not in have and lengths.get(d, 0) > 0]
+        if not extra:
+            return self
+        q, d, g = zip(*extra)
+        return Spans(np.concatenate([self.query_ids, np.array(q, dtype=object)]),
+                     np.concatenate([self.doc_ids, np.array(d, dtype=object)]),
+                     np.concatenate([self.starts, np.zeros(len(extra), dtype=np.int64)]),
+                     np.concatenate([self.ends, np.array([lengths[x] for x in d], dtype=np.int64)]),
+                     np.concatenate([self.grades, np.array(g, dtype=np.int64)]))
+
+    def evidence(self, level: int = 1) -> dict[str, dict[str, Ranges]]:
+        """question -> document -> the merged ranges of its spans graded at ``level`` or above (never a negative
+        grade)."""
+        grouped: dict[str, dict[str, list[tuple[int, int]]]] = {}
+        keep = self.grades >= max(level, 0)
+        for q, d, s, e in zip(self.query_ids[keep], self.doc_ids[keep], self.starts[keep], self.ends[keep]):
+            grouped.setdefault(str(q), {}).setdefault(str(d), []).append((int(s), int(e)))
+        return {q: {d: merged(r) for d, r in docs.items()} for q, docs in grouped.items()}
+
+
+def check_spans(spans: Spans, lengths: Mapping[str, int], where: object = None) -> None:
+    """Every span inside its document: an InputError names the first that is not (a document the corpus does not
+    hold, an empty range, or one past the document's end)."""
+    for q, d, s, e in zip(spans.query_ids, spans.doc_ids, spans.starts, spans.ends):
+        if d not in lengths:
+            raise InputError(f"a span of question {q} is on document {d}, which the corpus does not hold", where)
+        if not 0 <= s < e:
+            raise InputError(f"the span {s}:{e} of question {q} on document {d} is empty or negative "
+                             f"(0 <= start < end)", where)
+        if e > lengths[d]:
+            raise InputError(f"the span {s}:{e} of question {q} on document {d} ends past the document "
+                             f"({lengths[d]} characters)", where)
+
+
+def spans_bytes(spans: Spans) -> bytes:
+    """``spans.tsv``'s content: :data:`SPAN_COLUMNS`, one span per line, in the order held."""
+    lines = ["\t".join(SPAN_COLUMNS)]
+    lines.extend("\t".join(map(str, row)) for row in zip(spans.query_ids, spans.doc_ids, spans.starts.tolist(),
+                                                          spans.ends.tolist(), spans.grades.tolist()))
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def read_spans(path: str | Path) -> Spans:
+    """A ``spans.tsv`` (:data:`SPAN_COLUMNS`, tab-separated, with its header)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such spans file", path)
+    rows: list[tuple[str, str, int, int, int]] = []
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle, delimiter="\t")
+        header = next(reader, None)
+        if header is None or [h.strip() for h in header[: len(SPAN_COLUMNS)]] != list(SPAN_COLUMNS):
+            raise InputError(f"expected the header {' '.join(SPAN_COLUMNS)} (a job's spans.tsv)", path, 1)
+        for line, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            if len(row) < len(SPAN_COLUMNS):
+                raise InputError(f"expected {len(SPAN_COLUMNS)} tab-separated fields, found {len(row)}", path, line)
+            try:
+                start, end, grade = int(row[2]), int(row[3]), int(row[4])
+            except ValueError:
+                raise InputError("start, end and grade must be integers", path, line) from None
+            if not 0 <= start < end:
+                raise InputError(f"the span {start}:{end} is empty or negative (0 <= start < end)", path, line)
+            rows.append((row[0], row[1], start, end, grade))
+    if not rows:
+        return Spans.empty()
+    q, d, s, e, g = zip(*rows)
+    return Spans(np.array(q, dtype=object), np.array(d, dtype=object), s, e, g)
