@@ -22,15 +22,17 @@ from metrics.errors import InputError
 from metrics.spec import MetricSpec, parse_trec_measure, trec_form
 
 if TYPE_CHECKING:  # numpy loads only once there is something to score: --help and usage errors are instant
+    from metrics.chunks import ChunkRun, Chunks
     from metrics.qrels import Qrels
     from metrics.run import Run
+    from metrics.spans import Spans
 
 PROG = "python -m metrics"
 COUNTS = ("num_ret", "num_rel", "num_rel_ret")
 SUMMARY_ONLY = ("runid", "num_q")
 # trec_eval prints its measures in this order, whatever the order they were asked for in
 ORDER = ("runid", "num_q", *COUNTS, "map", "Rprec", "bpref", "recip_rank", "P", "recall", "ndcg", "ndcg_cut",
-         "success", "judged")  # judged@k is not trec_eval's: printed last
+         "success", "judged", "chunks")  # judged@k is not trec_eval's: printed last, before the measures of chunks
 FAMILY = {"map": "map", "r_precision": "Rprec", "bpref": "bpref", "mrr": "recip_rank", "precision": "P",
           "recall": "recall", "hit_rate": "success", "judged": "judged"}
 OFFICIAL = ("runid", "num_q", *COUNTS, "map", "Rprec", "bpref", "recip_rank", "P")
@@ -51,8 +53,10 @@ class Column:
     spec: MetricSpec | None = None
 
     @property
-    def order(self) -> tuple[int, int]:
-        return ORDER.index(self.family), (self.spec.k or 0) if self.spec else 0
+    def order(self) -> tuple[int, str, int]:
+        if self.family == "chunks":  # span and budget measures: by measure, then cutoff or budget
+            return ORDER.index(self.family), f"{self.spec.unit}{self.spec.measure}", self.spec.k or 0
+        return ORDER.index(self.family), "", (self.spec.k or 0) if self.spec else 0
 
 
 def columns(texts: Sequence[str]) -> list[Column]:
@@ -76,7 +80,8 @@ def columns(texts: Sequence[str]) -> list[Column]:
             raise InputError(f"-m {text}: {err.reason}{hint}") from None
         trec = trec_form(text) is not None
         for spec in specs:
-            family = FAMILY.get(spec.measure) or ("ndcg" if spec.k is None else "ndcg_cut")
+            family = "chunks" if spec.needs_chunks else (
+                FAMILY.get(spec.measure) or ("ndcg" if spec.k is None else "ndcg_cut"))
             name = spec.trec_name if trec else spec.name
             out.setdefault(name, Column(name, family, spec))
     return sorted(out.values(), key=lambda c: c.order)
@@ -88,12 +93,14 @@ def _line(name: str, query: str, value: object) -> str:
 
 
 def report(
-    qrels: Qrels, run: Run, cols: Sequence[Column], per_question: bool = False, complete: bool = False, level: int = 1
+    qrels: Qrels, run: Run, cols: Sequence[Column], per_question: bool = False, complete: bool = False, level: int = 1,
+    chunks: ChunkRun | None = None, spans: Spans | None = None, chunking: Chunks | None = None,
 ) -> tuple[list[str], list[str]]:
     """The output lines and the notes for stderr.
 
     Queries counted: those with a relevant judgment (grade >= ``level``) that are in the run, or all of them
-    with ``complete`` (trec_eval's -c: a judged query missing from the run scores 0).
+    with ``complete`` (trec_eval's -c: a judged query missing from the run scores 0). Span and budget measures read
+    ``chunks`` (a job's ``chunks.tsv``), ``spans`` (its ``spans.tsv``) and ``chunking`` (its ``chunking.tsv``).
     """
     from metrics.scoring import EvalSettings, score
 
@@ -101,7 +108,8 @@ def report(
         raise InputError(f"the relevance level must be 0 or more, not {level}")
     specs = list(dict.fromkeys(c.spec for c in cols if c.spec is not None))
     settings = EvalSettings(level=level, missing="zero" if complete else "skip")
-    scores = score(run, qrels, specs, settings, query_ids=qrels.judged_queries())
+    scores = score(run, qrels, specs, settings, query_ids=qrels.judged_queries(), chunks=chunks, spans=spans,
+                   chunking=chunking)
     if not scores.query_ids:
         raise InputError("no query has both results and a relevant judgment" if not complete
                          else f"no query has a relevant judgment at level {level}")
@@ -169,7 +177,32 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-J", dest="judged_only", action="store_true",
                    help="drop unjudged documents from each ranking before scoring (trec_eval's -J)")
     p.add_argument("-M", dest="max_docs", type=int, metavar="N", help="score only the top N documents per query")
+    p.add_argument("--chunks", metavar="FILE", help="a job's chunks.tsv: the ranking of chunks the run came from, "
+                                                    "for span and token-budget measures (span_recall@5, recall@512tok)")
+    p.add_argument("--spans", metavar="FILE", help="a job's spans.tsv: the span judgments span measures read")
+    p.add_argument("--chunking", metavar="FILE", help="a job's chunking.tsv: every chunk of the documents holding "
+                                                      "evidence, for span_precision_omega")
     return p
+
+
+def read_judgments(path: str) -> Qrels:
+    """TREC or BEIR qrels; a BEIR qrels TSV with ``start end`` columns (span judgments) as document judgments, each
+    pair at its best span's grade (the spans themselves: ``--spans``, a job's spans.tsv)."""
+    from metrics.spans import has_span_header, read_beir_spans
+    from metrics.trec import read_qrels
+
+    if Path(path).is_file() and has_span_header(Path(path)):
+        return read_beir_spans(Path(path))[0]
+    return read_qrels(path)
+
+
+def chunk_inputs(args: argparse.Namespace) -> tuple[ChunkRun | None, Spans | None, Chunks | None]:
+    """What ``--chunks``, ``--spans`` and ``--chunking`` name, read (None for a flag not given)."""
+    from metrics.chunks import read_chunk_table, read_chunks
+    from metrics.spans import read_spans
+
+    return (read_chunks(args.chunks) if args.chunks else None, read_spans(args.spans) if args.spans else None,
+            read_chunk_table(args.chunking) if args.chunking else None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -187,9 +220,9 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         cols = columns(args.measures or ["official"])
         from metrics.judged import judged_only
-        from metrics.trec import read_qrels, read_trec_run
+        from metrics.trec import read_trec_run
 
-        qrels = read_qrels(args.qrels)
+        qrels = read_judgments(args.qrels)
         run = read_trec_run(args.run)
         if not len(run.query_ids) or not run.lengths.any():
             raise InputError("the run holds no result line: nothing to evaluate (trec_eval refuses it too)", args.run)
@@ -199,7 +232,7 @@ def _main(argv: Sequence[str] | None) -> int:
             run = run.truncated(args.max_docs)
         if args.judged_only:
             run = judged_only(run, qrels)
-        lines, notes = report(qrels, run, cols, args.per_question, args.complete, args.level)
+        lines, notes = report(qrels, run, cols, args.per_question, args.complete, args.level, *chunk_inputs(args))
     except InputError as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2

@@ -8,12 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from metrics.errors import InputError
+from metrics.spans import has_span_header, read_beir_spans
 from metrics.textfile import check_file, text_lines
 from metrics.trec import read_beir_qrels
 from pipeline.common import progress
 from pipeline.data.assemble import Notes, Records, assemble, join_text, json_object
 from pipeline.data.collection import Collection
-from pipeline.data.span_judgments import check_spans, has_span_header, read_beir_spans
+from pipeline.data.span_judgments import check_spans
 
 
 def _opener(path: Path):

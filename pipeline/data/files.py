@@ -21,13 +21,13 @@ from typing import Any
 
 from metrics.errors import InputError
 from metrics.qrels import Qrels
-from metrics.spans import Spans
+from metrics.spans import SpanRows, Spans
 from metrics.textfile import SHOWN, check_file, not_text
 from metrics.trec import read_qrels
 from pipeline.common import progress
 from pipeline.data.assemble import Notes, Records, assemble, join_text, json_object
 from pipeline.data.collection import Collection
-from pipeline.data.span_judgments import SpanRows, check_spans
+from pipeline.data.span_judgments import check_spans
 
 ROUTE = "files"
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
