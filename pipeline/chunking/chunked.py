@@ -19,7 +19,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,9 @@ BATCH = 512  # documents chunked at a time (a progress bar ticks between batches
 LIBRARIES = ("semantic-text-splitter", "tokenizers", "nltk", "markdown-it-py")
 SINGLE_SHARE = 0.5  # above this share of documents as one chunk, the job warns: it measures document retrieval
 SINGLE_CHUNK_NOTE = "chunks_single"  # that note's kind (system/notes_chunks_single)
+# what a chunked job logs of its chunking (as system/<key>), and the heading each has in a sweep's table
+SHOWN_STATS = {"chunks": "chunks", "chunk_tokens_p50": "tokens p50", "chunk_tokens_p95": "tokens p95",
+               "single_chunk_share": "docs as 1 chunk"}
 
 
 @dataclass(frozen=True)
@@ -107,23 +110,32 @@ def settings_key(chunker: Any, corpus_digest: str) -> str:
     inner = chunker.inner if isinstance(chunker, OwnChunker) else chunker
     settings = {f.name: getattr(chunker, f.name) for f in dataclasses.fields(chunker)
                 if not f.name.startswith("_") and f.name not in ("inner", "depth")}
-    try:
-        code = hashlib.sha256(Path(inspect.getfile(type(inner))).read_bytes()).hexdigest()[:12]
-    except (TypeError, OSError):
-        code = ""
-    parts = [FORMAT, corpus_digest, f"{type(inner).__module__}.{type(inner).__qualname__}", code,
-             json.dumps(settings, sort_keys=True, default=str), chunker.tokens().digest,
-             [_version(name) for name in LIBRARIES]]
+    parts = [FORMAT, corpus_digest, f"{type(inner).__module__}.{type(inner).__qualname__}", _code(type(inner)),
+             json.dumps(settings, sort_keys=True, default=str), chunker.tokens().digest, _versions()]
     if isinstance(chunker, OwnChunker):
         parts.append(repr(inner))
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:24]
 
 
-def _version(name: str) -> str:
+@lru_cache(maxsize=32)
+def _code(cls: type) -> str:
+    """A digest of the file that defines a chunker's class: editing it invalidates its chunkings."""
     try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
+        return hashlib.sha256(Path(inspect.getfile(cls)).read_bytes()).hexdigest()[:12]
+    except (TypeError, OSError):
         return ""
+
+
+@lru_cache(maxsize=1)
+def _versions() -> list[str]:
+    """The chunking libraries' versions (a package's metadata is read once per process)."""
+    found = []
+    for name in LIBRARIES:
+        try:
+            found.append(importlib.metadata.version(name))
+        except importlib.metadata.PackageNotFoundError:
+            found.append("")
+    return found
 
 
 def chunking(collection: Collection, chunker: Any, folder: Path | None, key: str | None = None

@@ -141,6 +141,7 @@ JOBS_PREFIX = HOUSEKEEPING + "jobs_"
 FAILURES_PREFIX = HOUSEKEEPING + "failures_"
 NOTES_PREFIX = HOUSEKEEPING + "notes_"
 DOCUMENTS_METRIC = HOUSEKEEPING + "documents"
+INDEX_MB_METRIC = HOUSEKEEPING + "index_mb"  # the retriever's index in memory (its arrays), MiB
 # judgments below the relevance level: 0 when the judgments list only relevant documents (BEIR's usually do)
 NOT_RELEVANT_METRIC = HOUSEKEEPING + "judgments_not_relevant"
 

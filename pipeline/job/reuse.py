@@ -270,6 +270,9 @@ class SharedRanking(Retriever):
     def notes(self) -> list[str]:
         return self.inner.notes()
 
+    def index_bytes(self) -> int | None:
+        return self.inner.index_bytes() if self._indexed else 0  # a ranking from the memo: no index of its own
+
     def __getattr__(self, attribute: str):
         if attribute.startswith("_") or attribute in ("inner", "key"):
             raise AttributeError(attribute)

@@ -33,6 +33,7 @@ from metrics.chunks import to_documents
 from metrics.errors import InputError
 from pipeline.chunking.chunkers import chunk_depth
 from pipeline.common import interrupts, progress
+from pipeline.common.names import INDEX_MB_METRIC
 from pipeline.config.plan import JobPlan
 from pipeline.job import engine
 from pipeline.job.chunk_ranking import evidence_chunks, ranked_chunks, whole_documents
@@ -180,6 +181,8 @@ class Job:
         result = JobResult.of(self.system, collection, retriever, run, evaluation, plan.metrics, intervals,
                               self.seconds, self.reuse.reused_metrics())
         result.add_chunks(ChunkedResult(chunks, spans, table, chunking, plan.chunker))
+        if (size := retriever.index_bytes()) is not None:
+            result.extra_metrics[INDEX_MB_METRIC] = round(size / 2**20, 4)
         if plan.metrics.judged_only and result.scored:  # condensed lists, beside and apart from the standard figures
             result.add_condensed()
         return result

@@ -11,6 +11,7 @@ their edges are smooth as matplotlib's are; the texts are drawn at size.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -43,21 +44,27 @@ def response_png(grid: pd.DataFrame, x: str, hue: str, metric: str, confidence: 
     return response_canvas(grid, x, hue, metric, confidence, dpi).png()
 
 
-def response_canvas(grid: pd.DataFrame, x: str, hue: str, metric: str, confidence: float, dpi: int) -> Canvas:
-    """:func:`response_png`'s canvas, before it is encoded (the tests read its boxes)."""
+def response_canvas(grid: pd.DataFrame, x: str, hue: str, metric: str, confidence: float, dpi: int, *,
+                    key: Callable[[object], str] | None = None, titles: list[str] | None = None,
+                    x_label: str | None = None, x_tick_labels: Callable[[list[float]], list[str]] | None = None,
+                    order: list | None = None) -> Canvas:
+    """:func:`response_png`'s canvas, before it is encoded (the tests read its boxes). ``key``, ``titles``,
+    ``x_label`` and ``x_tick_labels`` word a figure of the same form that is not a grid (tokens against a budget,
+    one line per system: :mod:`pipeline.reports.budget_plot`); ``order``: the lines' order (default: sorted)."""
     missing = [c for c in (x, hue, "mean", "ci_low", "ci_high", "top") if c not in grid.columns]
     if missing:
         raise ValueError(f"grid lacks column(s) {', '.join(missing)}")
     if grid.empty:
         raise ValueError("grid is empty: nothing to plot")
-    values = sorted(grid[hue].unique())
+    values = order or sorted(grid[hue].unique())
     colours = palette(len(values))
     xs = sorted(float(v) for v in grid[x].unique())
     low = float(np.nanmin(grid[["ci_low", "mean"]].to_numpy(float)))
     high = float(np.nanmax(grid[["ci_high", "mean"]].to_numpy(float)))
     xlim, ylim = _padded(xs[0], xs[-1]), _padded(low, high)
     top = grid[grid["top"].astype(bool)]
-    keys = [Key(legend_label(f"{hue} = {value:g}", dpi), colour, "line", LINE_PT, MARKER_PT)
+    key = key or (lambda value: f"{hue} = {value:g}")
+    keys = [Key(legend_label(key(value), dpi), colour, "line", LINE_PT, MARKER_PT)
             for value, colour in zip(values, colours)]
     keys += [Key("top, or tied with it", FRAME, "ring", RING_EDGE_PT, RING_PT)] if len(top) else []
 
@@ -81,11 +88,11 @@ def response_canvas(grid: pd.DataFrame, x: str, hue: str, metric: str, confidenc
         if len(top):
             layer.rings(top[x].to_numpy(float), top["mean"].to_numpy(float), FRAME, RING_PT, RING_EDGE_PT)
     axes.frame()
-    axes.x_ticks(xs, decimal_labels(xs))
+    axes.x_ticks(xs, (x_tick_labels or decimal_labels)(xs))
     axes.y_categories(decimal_labels(y_ticks), y_ticks)
-    axes.x_label(f"{x} (swept value)")
-    axes.title([f"{metric} across the grid {x} × {hue}", f"bands: each system's {confidence:.0%} bootstrap interval"],
-               LARGE_PT)
+    axes.x_label(x_label or f"{x} (swept value)")
+    axes.title(titles or [f"{metric} across the grid {x} × {hue}",
+                          f"bands: each system's {confidence:.0%} bootstrap interval"], LARGE_PT)
     axes.y_label(f"{metric}, mean over questions (0–1)")
     axes.legend_right(keys)
     return canvas

@@ -9,8 +9,9 @@ import pandas as pd
 
 from metrics.bootstrap import Interval
 from pipeline.analysis.summary import JUDGED, JUDGED_FLOOR, LISTED_IN_LABEL, SweepSummary, group_label, thinly_judged
+from pipeline.chunking.chunked import SHOWN_STATS
 from pipeline.common import commands
-from pipeline.common.names import JUDGE_SHEET, RUN_FILE
+from pipeline.common.names import HOUSEKEEPING, INDEX_MB_METRIC, JUDGE_SHEET, RUN_FILE
 
 MAX_RANK_ROWS = 30  # beyond this many questions, the rank table shows only those some system misses
 
@@ -101,6 +102,8 @@ def sweep_text(summary: SweepSummary, title: str) -> str:
         parts.append(nothing_judged(summary))
     if not summary.means.empty:
         parts.append(systems_table(summary))
+        if chunked := chunking_table(summary):
+            parts.append(chunked)
         if summary.thinly_judged():
             parts.append(judged_warnings(summary))
         if not summary.same_data:
@@ -161,6 +164,24 @@ def systems_table(summary: SweepSummary) -> str:
     if long:
         text += "\n" + "\n".join(f"Identical per question: {' = '.join(g)}" for g in long)
     return text
+
+
+def chunking_table(summary: SweepSummary) -> str:
+    """What each chunked system indexed and what it cost: chunks, their tokens, the share of documents left whole,
+    the index's size and the seconds chunking and indexing took (a chunking reused from an earlier job: 0 s). Empty
+    when no system chunked."""
+    done = [s for s in summary.finished if HOUSEKEEPING + "chunks" in s.metrics]
+    if not done:
+        return ""
+    heads = {**SHOWN_STATS, INDEX_MB_METRIC.removeprefix(HOUSEKEEPING): "index MB", "time_chunk_s": "chunk s",
+             "time_index_s": "index s"}
+    rows = [("system", *heads.values())]
+    for system in done:
+        values = [system.metrics.get(HOUSEKEEPING + key) for key in heads]
+        rows.append((system.name, *("--" if v is None else f"{v:.0%}" if key == "single_chunk_share" else
+                                    f"{v:,.0f}" if key == "chunks" else f"{v:.1f}" if "tokens" in key else
+                                    f"{v:.2f}" for key, v in zip(heads, values))))
+    return "Chunking and indexing\n" + format_table(rows, align="l" + "r" * len(heads))
 
 
 RANK_LEGEND = ("-- = not retrieved: the ranking ended without a relevant document; >N = beyond depth N: the ranking "
