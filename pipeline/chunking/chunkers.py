@@ -13,7 +13,9 @@
   chunks' ``(start, end)`` offsets (or ``(start, end, text)``: then ``text[start:end]`` must equal the text given).
   :class:`OwnChunker` checks what it returns.
 
-``size`` and ``overlap`` count ``unit`` (``tokens`` of ``tokenizer``, or ``characters``). The chunks are trimmed of
+``size`` and ``overlap`` count ``unit`` (``tokens`` of ``tokenizer``, or ``characters``). ``spans_of`` gives each
+chunk as ``(start, end)``, or ``(start, end, tokens)`` when the chunker counted its tokens itself (a fixed window of
+tokens); the others' tokens are counted on the chunk's text. The chunks are trimmed of
 surrounding whitespace where the library trims them (recursive, markdown) and never cross a document. ``depth``
 is how many chunks each question's ranking keeps (null: :data:`DEPTH_FACTOR` times the job's ``depth``), enough
 for the documents and the token budgets read from it.
@@ -29,7 +31,7 @@ from typing import Any
 
 from pipeline.chunking.tokens import Tokens, load, require
 
-Spans = list[tuple[int, int]]
+Spans = list[tuple[int, ...]]  # (start, end) or (start, end, tokens)
 UNITS = ("tokens", "characters")
 DEPTH_FACTOR = 4  # chunks ranked per document kept, unless chunker.depth says otherwise
 OURS = ("tokenizer", "depth")  # keys rankscope reads from any chunker entry (a user's class need not take them)
@@ -111,12 +113,12 @@ class Fixed(Chunker):
             return [[(i, min(i + self.size, len(t))) for i in range(0, max(len(t) - self.overlap, 1), step)]
                     if t else [] for t in texts]
         out = []
-        for offsets in self.tokens().offsets(texts):
-            n, spans = len(offsets), []
+        for encoding in self.tokens().encode(texts):
+            n, spans = len(encoding), []
             for i in range(0, n, step):
                 last = min(i + self.size, n) - 1
-                spans.append((offsets[i][0], offsets[last][1]))
-                if last == n - 1:
+                spans.append((encoding.token_to_chars(i)[0], encoding.token_to_chars(last)[1], last + 1 - i))
+                if last == n - 1:  # the window's tokens, counted: no second pass over its text
                     break
             out.append(spans)
         return out
@@ -161,13 +163,19 @@ class Sentences(Chunker):
                       for i, spans in enumerate(packed)]
         return packed
 
+    def _counted(self, start: int, end: int, sentences: list[tuple[int, int, int]]) -> tuple[int, ...]:
+        """A chunk of whole sentences: in tokens, the sum of its sentences' (whitespace between them adds none)."""
+        if self.unit != "tokens":
+            return (start, end)
+        return (start, end, sum(n for s, e, n in sentences))
+
     def _pack(self, found: list[tuple[int, int, int]], text: int, long: list[tuple[int, int, int]]) -> Spans:
         out: Spans = []
         current: list[tuple[int, int, int]] = []
 
         def close() -> None:
             if current:
-                out.append((current[0][0], current[-1][1]))
+                out.append(self._counted(current[0][0], current[-1][1], current))
 
         for start, end, n in found:
             if n > self.size:  # a sentence alone too long: its own chunk, split later
@@ -199,15 +207,13 @@ class Markdown(Chunker):
         parser = require("markdown_it", "chunker=markdown").MarkdownIt("commonmark")
         sections = [self._sections(t, parser) for t in texts]
         flat = [(i, s, e) for i, found in enumerate(sections) for s, e in found]
-        sizes = self.measure([texts[i][s:e] for i, s, e in flat])
-        long = [(i, s, e) for (i, s, e), n in zip(flat, sizes) if n > self.size]
-        split: dict[tuple[int, int], Spans] = {}
-        if long:
-            pieces = Recursive(self.size, self.overlap, self.unit, self.tokenizer, _base=self._base).splitter(
-                "MarkdownSplitter").chunk_all_indices([texts[i][s:e] for i, s, e in long])
-            for (i, s, _), found in zip(long, _indices(pieces)):
-                split[(i, s)] = [(s + a, s + b) for a, b in found]
-        return [[p for s, e in found for p in split.get((i, s), [(s, e)])] for i, found in enumerate(sections)]
+        splitter = Recursive(self.size, self.overlap, self.unit, self.tokenizer, _base=self._base).splitter(
+            "MarkdownSplitter")  # a section that fits comes back whole, one longer is split
+        pieces = _indices(splitter.chunk_all_indices([texts[i][s:e] for i, s, e in flat]))
+        out: list[Spans] = [[] for _ in texts]
+        for (i, s, _), found in zip(flat, pieces):
+            out[i].extend((s + a, s + b) for a, b in found)
+        return out
 
     @staticmethod
     def _sections(text: str, parser: Any) -> Spans:

@@ -75,7 +75,12 @@ class Tokens:
 
     def offsets(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         """Each text's tokens as character ranges into it (special tokens excluded)."""
-        return [e.offsets for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+        return [e.offsets for e in self.encode(texts)]
+
+    def encode(self, texts: Sequence[str]) -> list[Any]:
+        """Each text's ``tokenizers.Encoding`` (special tokens excluded): ``len(e)`` tokens, ``e.token_to_chars(i)``
+        the characters of token ``i`` (read for the few tokens needed, not the whole offsets list)."""
+        return self.tokenizer.encode_batch(list(texts), add_special_tokens=False) if texts else []
 
 
 def load(name: str, base: Path | None = None) -> Tokens:

@@ -50,8 +50,10 @@ def test_sentence_chunks_are_whole_punkt_sentences_up_to_the_size():
     sentences = list(PunktSentenceTokenizer().span_tokenize(TEXT))
     starts, ends = {s for s, _ in sentences}, {e for _, e in sentences}
     spans = chunker.spans_of([TEXT])[0]
-    assert spans and all(s in starts and e in ends for s, e in spans)
-    assert max(chunker.measure([TEXT[s:e] for s, e in spans])) <= 40 + 2  # within a token of two at the seams
+    assert spans and all(s in starts and e in ends for s, e, *_ in spans)
+    counted = chunker.measure([TEXT[s:e] for s, e, *_ in spans])
+    assert max(counted) <= 40  # each chunk's tokens, counted on its text, within the size
+    assert [n for *_, n in spans] == counted  # and its sentences' tokens add up to its own
     assert any(b[0] < a[1] for a, b in pairwise(spans))  # overlap: neighbours share whole sentences
 
 
@@ -60,9 +62,10 @@ def test_a_fixed_window_holds_exactly_its_tokens():
     tokens = chunker.tokens()
     for text, spans in zip(TEXTS, chunker.spans_of(TEXTS)):
         offsets = tokens.offsets([text])[0]
-        for n, (s, e) in enumerate(spans):
+        for n, (s, e, counted) in enumerate(spans):
             inside = [i for i, (a, b) in enumerate(offsets) if s <= a and b <= e]
             assert inside == list(range(n * 12, min(n * 12 + 16, len(offsets)))), (text[:20], n)
+            assert counted == len(inside)
         assert not spans or spans[-1][1] == offsets[-1][1]
 
 
