@@ -26,6 +26,7 @@ from metrics.trec import read_qrels
 from pipeline.common import progress
 from pipeline.data.assemble import Notes, Records, assemble, join_text, json_object
 from pipeline.data.collection import Collection
+from pipeline.data.grades import UNJUDGED, Graded
 
 ROUTE = "files"
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
@@ -291,7 +292,7 @@ def _grade(value: Any, column: str | None, path: Path, fmt: str, number: int) ->
 
 
 @dataclass(frozen=True)
-class OwnFiles:
+class OwnFiles(Graded):
     """Documents, questions and (optionally) judgments from your own files, mapped by config. Every question of
     the questions file is ranked; those without a judgment are counted and left out of the means
     (``unjudged: drop`` leaves them out altogether, as a BEIR folder does)."""
@@ -303,8 +304,11 @@ class OwnFiles:
     split: str = "test"
     unjudged: str = "keep"
     strict: bool = False
+    grades: dict[int, int] | None = None  # grade -> gain (pipeline.data.grades); default: as the judgments hold them
+    negative_grades: str = UNJUDGED
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.unjudged not in UNJUDGED_RULES:
             raise InputError(f"corpus.unjudged={self.unjudged}: expected {' or '.join(UNJUDGED_RULES)}")
 
@@ -318,7 +322,7 @@ class OwnFiles:
         return assemble(name, documents, questions, qrels, judgments=judgments.path or "no judgments",
                         split=self.split, notes=notes, source=str(Path(self.documents.path).resolve()),
                         keep_unjudged=self.unjudged == "keep", metadata=doc_metadata,
-                        question_metadata=question_metadata,
+                        question_metadata=question_metadata, grading=self.grading,
                         origin={"route": ROUTE, "documents": self.documents.path, "questions": self.questions.path,
                                 "judgments": judgments.path or ""})
 

@@ -29,6 +29,7 @@ from pipeline.common import progress
 from pipeline.common.redact import one_line
 from pipeline.data.assemble import Notes, Records, assemble, join_text, listing
 from pipeline.data.collection import Collection
+from pipeline.data.grades import UNJUDGED, Graded
 
 ROUTE = "ir_datasets"
 DOCUMENT_FIELDS = ("title", "text")  # joined in this order where a dataset's documents have both
@@ -144,7 +145,7 @@ def _texts(records: Iterator[Any], id_field: str, fields: list[str] | None) -> I
 
 
 def read_qrels(dataset: Any, where: str, notes: Notes) -> Qrels:
-    """The dataset's judgments, grades as given (negative ones count as judged non-relevant); a pair the dataset
+    """The dataset's judgments, grades as given (a grading applies later, in :func:`assemble`); a pair the dataset
     judges twice keeps its last grade, and is noted."""
     rows = [(str(q.query_id), str(q.doc_id), int(q.relevance)) for q in dataset.qrels_iter()]
     if not rows:
@@ -191,7 +192,7 @@ def _failed_download(tb: TracebackType | None) -> Any:
 
 
 @dataclass(frozen=True)
-class IrDatasets:
+class IrDatasets(Graded):
     """A collection by its ir_datasets id. ``split`` picks a sibling or child id (``beir/scifact/test`` with split
     ``train`` reads ``beir/scifact/train``); ``doc_fields`` are joined in order into a document's text (default:
     title and text where both exist, else text, else the record's own default text); ``query_field`` is the
@@ -203,6 +204,8 @@ class IrDatasets:
     doc_fields: list[str] | None = None
     query_field: str | None = None
     strict: bool = False
+    grades: dict[int, int] | None = None  # grade -> gain (pipeline.data.grades); default: as the dataset gives them
+    negative_grades: str = UNJUDGED
 
     @property
     def dataset_id(self) -> str:
@@ -234,7 +237,7 @@ class IrDatasets:
         documents = Records.read(_texts(docs, "doc_id", doc_fields), "document", f"{where} docs", place="record")
         split = self.split or split_of(dataset_id) or "test"
         return assemble(self.name or dataset_id, documents, questions, qrels, judgments=f"{where} qrels",
-                        split=split, notes=notes, source=where,
+                        split=split, notes=notes, source=where, grading=self.grading,
                         origin={"route": ROUTE, "id": dataset_id, "doc_fields": ",".join(doc_fields or ["default"]),
                                 "query_field": ",".join(query_fields or ["default"])})
 
