@@ -132,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retrievers", default="bm25,lsa", help="the sweep's retrievers (e.g. bm25,dense)")
     parser.add_argument("--no-sweep", action="store_true")
     parser.add_argument("--figures", action="store_true", help="print the sweep's means too")
+    parser.add_argument("--no-speed", action="store_true")
+    parser.add_argument("--keep", type=Path, help="run the sweep in this folder and keep it (its report, figures)")
     args = parser.parse_args(argv)
     if not args.scifact.is_dir():
         print(f"bench.chunking: no SciFact folder at {args.scifact} (--scifact PATH, or RANKSCOPE_SCIFACT)",
@@ -139,14 +141,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from pipeline.data import load_beir
 
-    collection = load_beir(args.scifact, "test")
-    print("\n".join(speed(collection, args.chunkers.split(","), args.repeats)))
+    if not args.no_speed:
+        collection = load_beir(args.scifact, "test")
+        print("\n".join(speed(collection, args.chunkers.split(","), args.repeats)))
     if not args.no_sweep:
-        folder = Path(tempfile.mkdtemp(prefix="rankscope-chunking-"))
+        folder = args.keep or Path(tempfile.mkdtemp(prefix="rankscope-chunking-"))
+        folder.mkdir(parents=True, exist_ok=True)
         try:
             print("\n" + "\n".join(sweep(args.scifact, folder, args.retrievers, args.figures)))
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            if args.keep is None:
+                shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

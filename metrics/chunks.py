@@ -13,7 +13,6 @@ takes the rank of its best chunk (MaxP; its first occurrence), so every qrels fi
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,6 +23,7 @@ import numpy as np
 
 from metrics.errors import InputError
 from metrics.run import PAD, Run
+from metrics.textfile import tsv_rows
 
 SEP = "#"
 WIDTH = 10  # digits of each offset in a chunk id: documents up to 10**10 characters
@@ -202,26 +202,17 @@ def read_chunks(path: str | Path) -> ChunkRun:
     if not path.is_file():
         raise InputError("no such chunks file", path)
     rankings: dict[str, list[tuple[int, tuple[str, int, int, int], float]]] = {}
-    with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        header = next(reader, None)
-        if header is None or [h.strip() for h in header[: len(CHUNK_COLUMNS)]] != list(CHUNK_COLUMNS):
-            raise InputError(f"expected the header {' '.join(CHUNK_COLUMNS)} (a job's chunks.tsv)", path, 1)
-        for line, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            if len(row) < len(CHUNK_COLUMNS):
-                raise InputError(f"expected {len(CHUNK_COLUMNS)} tab-separated fields, found {len(row)}", path, line)
-            qid, rank, doc, start, end, score, tokens = row[: len(CHUNK_COLUMNS)]
-            s, e = _number(start, "start", path, line), _number(end, "end", path, line)
-            if not 0 <= s < e:
-                raise InputError(f"offsets {s}:{e} are not a chunk (0 <= start < end)", path, line)
-            try:
-                value = float(score)
-            except ValueError:
-                raise InputError(f"score {score!r} is not a number", path, line) from None
-            rankings.setdefault(qid, []).append(
-                (_number(rank, "rank", path, line), (doc, s, e, _number(tokens, "tokens", path, line)), value))
+    for line, row in tsv_rows(path, CHUNK_COLUMNS, "a job's chunks.tsv"):
+        qid, rank, doc, start, end, score, tokens = row[: len(CHUNK_COLUMNS)]
+        s, e = _number(start, "start", path, line), _number(end, "end", path, line)
+        if not 0 <= s < e:
+            raise InputError(f"offsets {s}:{e} are not a chunk (0 <= start < end)", path, line)
+        try:
+            value = float(score)
+        except ValueError:
+            raise InputError(f"score {score!r} is not a number", path, line) from None
+        rankings.setdefault(qid, []).append(
+            (_number(rank, "rank", path, line), (doc, s, e, _number(tokens, "tokens", path, line)), value))
     axis: dict[tuple[str, int, int], int] = {}
     table: list[tuple[str, int, int, int]] = []
     depth = max((len(r) for r in rankings.values()), default=0)
@@ -253,21 +244,12 @@ def chunk_table_bytes(chunks: Chunks) -> bytes:
 
 
 def read_chunk_table(path: str | Path) -> Chunks:
+    """A ``chunking.tsv`` (:data:`CHUNK_TABLE_COLUMNS`)."""
     path = Path(path)
     if not path.is_file():
         raise InputError("no such chunking file", path)
-    rows: list[tuple[str, int, int, int]] = []
-    with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        header = next(reader, None)
-        if header is None or [h.strip() for h in header[: len(CHUNK_TABLE_COLUMNS)]] != list(CHUNK_TABLE_COLUMNS):
-            raise InputError(f"expected the header {' '.join(CHUNK_TABLE_COLUMNS)} (a job's chunking.tsv)", path, 1)
-        for line, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            if len(row) < len(CHUNK_TABLE_COLUMNS):
-                raise InputError(f"expected {len(CHUNK_TABLE_COLUMNS)} tab-separated fields", path, line)
-            rows.append((row[0], _number(row[1], "start", path, line), _number(row[2], "end", path, line),
-                         _number(row[3], "tokens", path, line)))
+    rows = [(row[0], _number(row[1], "start", path, line), _number(row[2], "end", path, line),
+             _number(row[3], "tokens", path, line))
+            for line, row in tsv_rows(path, CHUNK_TABLE_COLUMNS, "a job's chunking.tsv")]
     return Chunks(np.array([r[0] for r in rows], dtype=object), [r[1] for r in rows], [r[2] for r in rows],
                   [r[3] for r in rows])

@@ -14,7 +14,6 @@ documents included, so ``python -m metrics --spans spans.tsv`` recomputes its sp
 
 from __future__ import annotations
 
-import csv
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ import numpy as np
 
 from metrics.errors import InputError
 from metrics.qrels import Qrels, QrelsBuilder
+from metrics.textfile import text_lines, tsv_rows
 
 SPAN_COLUMNS = ("query_id", "doc_id", "start", "end", "grade")  # spans.tsv's header
 SPAN_HEADER = ("start", "end")  # the columns a BEIR qrels header names for offsets
@@ -143,23 +143,14 @@ def read_spans(path: str | Path) -> Spans:
     if not path.is_file():
         raise InputError("no such spans file", path)
     rows: list[tuple[str, str, int, int, int]] = []
-    with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        header = next(reader, None)
-        if header is None or [h.strip() for h in header[: len(SPAN_COLUMNS)]] != list(SPAN_COLUMNS):
-            raise InputError(f"expected the header {' '.join(SPAN_COLUMNS)} (a job's spans.tsv)", path, 1)
-        for line, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            if len(row) < len(SPAN_COLUMNS):
-                raise InputError(f"expected {len(SPAN_COLUMNS)} tab-separated fields, found {len(row)}", path, line)
-            try:
-                start, end, grade = int(row[2]), int(row[3]), int(row[4])
-            except ValueError:
-                raise InputError("start, end and grade must be integers", path, line) from None
-            if not 0 <= start < end:
-                raise InputError(f"the span {start}:{end} is empty or negative (0 <= start < end)", path, line)
-            rows.append((row[0], row[1], start, end, grade))
+    for line, row in tsv_rows(path, SPAN_COLUMNS, "a job's spans.tsv"):
+        try:
+            start, end, grade = int(row[2]), int(row[3]), int(row[4])
+        except ValueError:
+            raise InputError("start, end and grade must be integers", path, line) from None
+        if not 0 <= start < end:
+            raise InputError(f"the span {start}:{end} is empty or negative (0 <= start < end)", path, line)
+        rows.append((row[0], row[1], start, end, grade))
     if not rows:
         return Spans.empty()
     q, d, s, e, g = zip(*rows)
@@ -232,30 +223,34 @@ def _offset(value: object) -> int:
 
 
 def read_beir_spans(path: Path) -> tuple[Qrels, Spans | None, list[int]]:
-    """A BEIR qrels TSV whose header names ``start`` and ``end`` columns beside ``query-id corpus-id score``."""
+    """A BEIR qrels TSV whose header names ``start`` and ``end`` columns beside ``query-id corpus-id score``; read as
+    text lines are (a byte that is not UTF-8 is one line naming the file, the line and the byte)."""
     found = SpanRows(path)
-    with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        header = [h.strip().lower() for h in next(reader, [])]
-        place = {name: header.index(name) for name in ("start", "end")}
-        for number, row in enumerate(reader, start=2):
-            if not row or not "".join(row).strip():
-                continue
-            if len(row) < 3:
-                raise InputError(f"expected 'query-id corpus-id score' and the offsets, found {len(row)} field(s)",
-                                 path, number)
-            try:
-                grade = int(float(row[2]))
-            except ValueError:
-                raise InputError(f"score {row[2]!r} is not an integer", path, number) from None
-            start, end = (row[place[k]] if place[k] < len(row) else "" for k in ("start", "end"))
-            found.add(row[0].strip(), row[1].strip(), grade, start, end, number)
+    place: dict[str, int] = {}
+    for number, line in text_lines(path):
+        row = line.rstrip("\r\n").split("\t")
+        if not place:
+            header = [h.strip().lower() for h in row]
+            place = {name: header.index(name) for name in SPAN_HEADER}
+            continue
+        if not line.strip():
+            continue
+        if len(row) < 3:
+            raise InputError(f"expected 'query-id corpus-id score' and the offsets, found {len(row)} field(s)",
+                             path, number)
+        try:
+            grade = int(float(row[2]))
+        except ValueError:
+            raise InputError(f"score {row[2]!r} is not an integer", path, number) from None
+        start, end = (row[place[k]] if place[k] < len(row) else "" for k in SPAN_HEADER)
+        found.add(row[0].strip(), row[1].strip(), grade, start, end, number)
     return found.build()
 
 
 def has_span_header(path: Path) -> bool:
-    """Whether a BEIR qrels TSV's first line is a header naming ``start`` and ``end``."""
-    with open(path, encoding="utf-8", newline="") as handle:
-        first = handle.readline()
+    """Whether a BEIR qrels TSV's first line is a header naming ``start`` and ``end`` (read as bytes: a file that is
+    not UTF-8 is said so by whichever reader reads it)."""
+    with open(path, "rb") as handle:
+        first = handle.readline().decode("utf-8", errors="replace")
     names = {h.strip().lower() for h in first.rstrip("\r\n").split("\t")}
     return all(name in names for name in SPAN_HEADER)

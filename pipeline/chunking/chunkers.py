@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -43,37 +43,40 @@ def chunk_depth(depth: int | None, documents: int) -> int:
 
 
 @dataclass
-class Whole:
-    """No chunking: a document is one chunk, its whole text (``chunker=none``). ``tokenizer`` still counts tokens
-    for token budgets."""
+class Counted:
+    """What every chunker entry holds for rankscope: the ``tokenizer`` that counts a chunk's tokens (budgets) and
+    ``depth``, the chunks each question's ranking keeps."""
 
     tokenizer: str = "minilm"
     depth: int | None = None
     _base: Path | None = field(default=None, repr=False)
-    chunks_documents = False  # the job ranks documents as they are
 
     @classmethod
-    def from_config(cls, context: Any, **keys: Any) -> Whole:
+    def from_config(cls, context: Any, **keys: Any) -> Counted:
         return cls(**keys, _base=context.base)
 
     def tokens(self) -> Tokens:
         return load(self.tokenizer, self._base)
+
+
+@dataclass
+class Whole(Counted):
+    """No chunking: a document is one chunk, its whole text (``chunker=none``)."""
+
+    chunks_documents = False  # the job ranks documents as they are
 
     def spans_of(self, texts: Sequence[str]) -> list[Spans]:
         return [[(0, len(t))] if t else [] for t in texts]
 
 
 @dataclass
-class Chunker:
-    """What every built-in chunker takes: ``size`` and ``overlap`` in ``unit`` (tokens of ``tokenizer``, or
-    characters), and ``depth``, the chunks each ranking keeps."""
+class Chunker(Counted):
+    """What every built-in chunker takes besides: ``size`` and ``overlap`` in ``unit`` (tokens of ``tokenizer``, or
+    characters)."""
 
     size: int = 256
     overlap: int = 0
     unit: str = "tokens"
-    tokenizer: str = "minilm"
-    depth: int | None = None
-    _base: Path | None = field(default=None, repr=False)
     chunks_documents = True
 
     def __post_init__(self) -> None:
@@ -86,18 +89,15 @@ class Chunker:
         if self.depth is not None and int(self.depth) < 1:
             raise ValueError(f"depth must be at least 1 (or null), got {self.depth}")
 
-    @classmethod
-    def from_config(cls, context: Any, **keys: Any) -> Chunker:
-        return cls(**keys, _base=context.base)
-
-    def tokens(self) -> Tokens:
-        return load(self.tokenizer, self._base)
-
     def measure(self, texts: Sequence[str]) -> list[int]:
         """Each text's length in ``unit``."""
         if self.unit == "characters":
             return [len(t) for t in texts]
         return self.tokens().count(texts).tolist()
+
+    def like(self, kind: type[Chunker], **changes: Any) -> Chunker:
+        """A chunker of another kind with these settings (a sentence too long, split as ``recursive`` splits it)."""
+        return kind(**{**{f.name: getattr(self, f.name) for f in fields(Chunker)}, **changes})
 
     def spans_of(self, texts: Sequence[str]) -> list[Spans]:  # pragma: no cover - every chunker defines it
         raise NotImplementedError
@@ -156,7 +156,7 @@ class Sentences(Chunker):
         long: list[tuple[int, int, int]] = []  # (text, start, end) of sentences longer than size
         packed = [self._pack([(s, e, next(sizes)) for s, e in found], i, long) for i, found in enumerate(sentences)]
         if long:
-            pieces = iter(Recursive(self.size, 0, self.unit, self.tokenizer, _base=self._base).spans_of(
+            pieces = iter(self.like(Recursive, overlap=0).spans_of(
                 [texts[i][s:e] for i, s, e in long]))
             split = {(i, s): [(s + a, s + b) for a, b in next(pieces)] for i, s, _ in long}
             packed = [[p for span in spans for p in (split.get((i, span[0]), [span]))]
@@ -207,7 +207,7 @@ class Markdown(Chunker):
         parser = require("markdown_it", "chunker=markdown").MarkdownIt("commonmark")
         sections = [self._sections(t, parser) for t in texts]
         flat = [(i, s, e) for i, found in enumerate(sections) for s, e in found]
-        splitter = Recursive(self.size, self.overlap, self.unit, self.tokenizer, _base=self._base).splitter(
+        splitter = self.like(Recursive).splitter(
             "MarkdownSplitter")  # a section that fits comes back whole, one longer is split
         pieces = _indices(splitter.chunk_all_indices([texts[i][s:e] for i, s, e in flat]))
         out: list[Spans] = [[] for _ in texts]
@@ -235,20 +235,14 @@ class ChunkerFailed(ValueError):
     """A user's chunker returned what is not a chunk of the text it was given."""
 
 
-@dataclass
-class OwnChunker:
+@dataclass(kw_only=True)
+class OwnChunker(Counted):
     """A user's class with ``chunk(text)``: what it returns checked, every range inside the text, non-empty, once;
     a ``(start, end, text)`` triple's text equal to ``text[start:end]``."""
 
     inner: Any
     name: str
-    tokenizer: str = "minilm"
-    depth: int | None = None
-    _base: Path | None = field(default=None, repr=False)
     chunks_documents = True
-
-    def tokens(self) -> Tokens:
-        return load(self.tokenizer, self._base)
 
     def spans_of(self, texts: Sequence[str]) -> list[Spans]:
         return [self._checked(t, i) for i, t in enumerate(texts)]

@@ -24,6 +24,7 @@ TAG_QUESTIONS_DIGEST = "rankscope.questions_digest"
 TAG_QRELS_DIGEST = "rankscope.qrels_digest"  # the judgments' version
 TAG_CORPUS_SOURCE = "rankscope.corpus_source"  # where it was read: a folder, files, or ir_datasets:ID
 TAG_IRDS_ID = "rankscope.ir_datasets_id"  # the ir_datasets id, when the corpus came through ir_datasets
+TAG_GRADES = "rankscope.grades"  # how the judgments' grades became gains (corpus.grades), when not as read
 DATASET_CONTEXT = "mlflow.data.context"  # MLflow's own input tag: what the dataset was used for
 TAG_JUDGMENTS = "rankscope.judgments"  # the judgments file the job read: which split it was scored on
 TAG_RESOLVED = "rankscope.resolved"  # settings a retriever resolved itself: 'retriever.dims=6' for dims: null

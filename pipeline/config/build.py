@@ -92,7 +92,8 @@ def make_chunker(node: DictConfig, context: BuildContext) -> Any:
     if callable(getattr(built, "chunk", None)):
         tokenizer = ours.get("tokenizer", getattr(built, "tokenizer", "minilm"))
         depth = ours.get("depth", getattr(built, "depth", None))
-        return OwnChunker(built, type(built).__name__, str(tokenizer), depth, context.base)
+        return OwnChunker(inner=built, name=type(built).__name__, tokenizer=str(tokenizer), depth=depth,
+                          _base=context.base)
     raise InputError(f"chunker._target_={node[targets.TARGET]} builds a {type(built).__name__}, which has no "
                      f"chunk(text) method (text in, [(start, end), ...] out)")
 

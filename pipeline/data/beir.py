@@ -14,6 +14,7 @@ from metrics.trec import read_beir_qrels
 from pipeline.common import progress
 from pipeline.data.assemble import Notes, Records, assemble, join_text, json_object
 from pipeline.data.collection import Collection
+from pipeline.data.grades import Grading
 from pipeline.data.span_judgments import check_spans
 
 
@@ -54,8 +55,10 @@ def find_corpus_file(folder: Path) -> Path:
     raise InputError("no corpus.jsonl or corpus.jsonl.gz in this folder", folder)
 
 
-def load_beir(path: str | Path, split: str = "test", name: str | None = None, strict: bool = False) -> Collection:
-    """Load and validate a BEIR folder; the questions are those judged in ``split``.
+def load_beir(path: str | Path, split: str = "test", name: str | None = None, strict: bool = False,
+              grading: Grading | None = None) -> Collection:
+    """Load and validate a BEIR folder; the questions are those judged in ``split``, the grades read as ``grading``
+    says (:mod:`pipeline.data.grades`; default: as they are).
 
     What the load goes on with is reported in ``notes``, one :class:`~metrics.errors.Note` per kind: judgments naming
     unknown documents or questions (dropped), documents or questions with empty text (kept), questions without a
@@ -81,4 +84,5 @@ def load_beir(path: str | Path, split: str = "test", name: str | None = None, st
     else:
         qrels = read_beir_qrels(qrels_path)
     return assemble(name or folder.name, documents, questions, qrels, judgments=str(qrels_path.resolve()),
-                    split=split, notes=notes, source=str(folder.resolve()), origin={"route": "beir"}, spans=spans)
+                    split=split, notes=notes, source=str(folder.resolve()), origin={"route": "beir"}, grading=grading,
+                    spans=spans)

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Protocol
 from metrics.errors import InputError
 from pipeline.data.beir import find_corpus_file, load_beir
 from pipeline.data.collection import Collection
+from pipeline.data.grades import UNJUDGED, Graded
 from pipeline.data.irds import IrDatasets
 
 HELPDESK_NAME = "helpdesk"
@@ -45,7 +46,7 @@ def _shipped_folder(name: str = HELPDESK_NAME) -> Path:
 
 
 @dataclass(frozen=True)
-class BeirFolder:
+class BeirFolder(Graded):
     """A BEIR-layout folder (``corpus.jsonl[.gz]``, ``queries.jsonl``, ``qrels/<split>.tsv``); the questions are
     those judged in ``split``. ``strict``: a judgment naming an unknown document or question stops the job."""
 
@@ -53,6 +54,8 @@ class BeirFolder:
     split: str = "test"
     name: str | None = None  # default: the folder's name
     strict: bool = False
+    grades: dict[int, int] | None = None  # grade -> gain (pipeline.data.grades); default: as the qrels hold them
+    negative_grades: str = UNJUDGED
 
     @classmethod
     def from_config(cls, context: Any, path: str, **settings: Any) -> BeirFolder:
@@ -64,7 +67,7 @@ class BeirFolder:
         return Path(self.path)
 
     def load(self) -> Collection:
-        return load_beir(self.folder, self.split, self.name, self.strict)
+        return load_beir(self.folder, self.split, self.name, self.strict, self.grading)
 
     def splits(self) -> list[str]:
         qrels = self.folder / "qrels"
@@ -80,16 +83,19 @@ class BeirFolder:
 
 
 @dataclass(frozen=True)
-class Helpdesk:
+class Helpdesk(Graded):
     """docs/helpdesk-reference.md's 28-document help-desk corpus, embedded in the package (no path needed); one split,
     ``test``."""
 
     name: str = HELPDESK_NAME
     split: str = "test"
+    grades: dict[int, int] | None = None
+    negative_grades: str = UNJUDGED
     folder: ClassVar[str] = HELPDESK_NAME  # its folder inside the package
 
     def _folder(self) -> BeirFolder:
-        return BeirFolder(_shipped_folder(self.folder), self.split, self.name)
+        return BeirFolder(_shipped_folder(self.folder), self.split, self.name, grades=self.grades,
+                          negative_grades=self.negative_grades)
 
     def load(self) -> Collection:
         if self.split != "test":
@@ -122,16 +128,20 @@ def helpdesk() -> Collection:
 
 
 @dataclass(frozen=True)
-class Benchmark:
+class Benchmark(Graded):
     """A public benchmark by name (``corpus=scifact``, ``corpus=cranfield``): through ir_datasets (``id``, and
     ``split`` picks its split), or from a local BEIR-layout copy when ``path`` is set (an override, or the
-    environment variable the preset names). The same data by either route has the same digests."""
+    environment variable the preset names). The same data by either route has the same digests. ``grades`` maps
+    the benchmark's own grades to gains on either route (Cranfield's preset: its relevance codes), so a local copy
+    holds the grades the dataset does."""
 
     id: str
     name: str
     split: str = "test"
     path: str | None = None
     strict: bool = False
+    grades: dict[int, int] | None = None
+    negative_grades: str = UNJUDGED
 
     @classmethod
     def from_config(cls, context: Any, path: str | None = None, **settings: Any) -> Benchmark:
@@ -140,9 +150,10 @@ class Benchmark:
 
     def route(self) -> CorpusSource:
         """Where it is read from: the local folder when one is named, else ir_datasets."""
+        graded = {"grades": self.grades, "negative_grades": self.negative_grades}
         if self.path is not None:
-            return BeirFolder(self.path, self.split, self.name, self.strict)
-        return IrDatasets(self.id, self.split, self.name, strict=self.strict)
+            return BeirFolder(self.path, self.split, self.name, self.strict, **graded)
+        return IrDatasets(self.id, self.split, self.name, strict=self.strict, **graded)
 
     def load(self) -> Collection:
         return self.route().load()

@@ -29,18 +29,14 @@ from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
 
-from metrics.chunks import to_documents
 from metrics.errors import InputError
-from pipeline.chunking.chunkers import chunk_depth
 from pipeline.common import interrupts, progress
-from pipeline.common.names import INDEX_MB_METRIC
 from pipeline.config.plan import JobPlan
-from pipeline.job import engine
-from pipeline.job.chunk_ranking import evidence_chunks, ranked_chunks, whole_documents
 from pipeline.job.context import JobContext
 from pipeline.job.diagnose import diagnose_job
+from pipeline.job.indexed import Indexed
 from pipeline.job.recording import JobOutcome, JobRecorder
-from pipeline.job.results import ChunkedResult, JobResult, bootstrap, score
+from pipeline.job.results import JobResult, bootstrap, score
 from pipeline.job.reuse import JobReuse
 
 if TYPE_CHECKING:
@@ -146,43 +142,25 @@ class Job:
 
     def index(self, plan: JobPlan, collection: Collection) -> Retriever:
         """Index the documents, or, when the job chunks, their chunks (cut once per corpus and chunker settings)."""
-        documents = collection
-        if plan.chunked:
-            with self.stage("chunk"):
-                self.chunking = self.reuse.chunking(collection, plan.chunker)
-            documents = self.chunking.collection
-        with self.stage("index"):
-            engine.index(plan.retriever, self.reuse, self.cfg.retriever, documents)
+        self.indexed = Indexed(plan, self.reuse, self.cfg.retriever)
+        self.indexed.index(plan.retriever, collection, self.stage)
         return plan.retriever
 
     def rank(self, plan: JobPlan, retriever: Retriever, collection: Collection) -> Run:
-        """Every question's ranking of documents; when the job chunks, the ranking of chunks it came from is kept
-        (``chunks``) and each document takes its best chunk's rank."""
         with self.stage("rank"):
-            if not plan.chunked:
-                return engine.rank(retriever, self.reuse, self.cfg.retriever, collection, plan.depth, self.system)
-            ranking = engine.rank(retriever, self.reuse, self.cfg.retriever, self.chunking.collection,
-                                  chunk_depth(plan.chunker.depth, plan.depth), self.system)
-            self.chunks = ranked_chunks(ranking, self.chunking)
-            return to_documents(self.chunks, plan.depth)
+            return self.indexed.rank(retriever, collection, self.system)
 
     def evaluate(self, plan: JobPlan, collection: Collection, retriever: Retriever, run: Run) -> JobResult:
         """Every metric per question, then each mean's bootstrap interval."""
-        chunking = self.chunking if plan.chunked else None
         with self.stage("evaluate"):
-            chunks = self.chunks if plan.chunked else None
-            if chunks is None and plan.metrics.reads_chunks:
-                chunks = whole_documents(run, collection, plan.chunker)
-            spans = collection.all_spans() if plan.metrics.reads_spans else None
-            table = evidence_chunks(collection, spans, chunking) if plan.metrics.reads_chunking else None
-            evaluation = score(run, collection, plan.metrics, chunks, spans, table)
+            chunked = self.indexed.scored(collection, run)
+            evaluation = score(run, collection, plan.metrics, chunked)
         with self.stage("bootstrap"):
             intervals = bootstrap(evaluation, plan.metrics)
         result = JobResult.of(self.system, collection, retriever, run, evaluation, plan.metrics, intervals,
                               self.seconds, self.reuse.reused_metrics())
-        result.add_chunks(ChunkedResult(chunks, spans, table, chunking, plan.chunker))
-        if (size := retriever.index_bytes()) is not None:
-            result.extra_metrics[INDEX_MB_METRIC] = round(size / 2**20, 4)
+        result.add_chunks(chunked)
+        result.add_index_size(retriever.index_bytes())
         if plan.metrics.judged_only and result.scored:  # condensed lists, beside and apart from the standard figures
             result.add_condensed()
         return result

@@ -6,30 +6,26 @@ here saves, logs or reads MLflow."""
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from metrics.spec import TOKENS
 from pipeline.analysis.diagnosis import DiagnosisSettings
 from pipeline.analysis.summary import SweepSummary
-from pipeline.common.names import LOWER, TAG_CORPUS, UPPER
+from pipeline.common.names import TAG_CORPUS
 from pipeline.config.build import MetricPlan
-from pipeline.reports.budget_plot import budget_curve_png
 from pipeline.reports.html import DPI
 from pipeline.reports.interval_plot import intervals_png
 from pipeline.reports.means_plot import means_bars_png
 from pipeline.reports.paired_plot import paired_bootstrap_png
 from pipeline.reports.plots import Figure, first_relevant_heatmap
 from pipeline.reports.rank_buckets import HEATMAP_MAX_ROWS, bucket_heatmap_png
-from pipeline.reports.response_plot import response_png
+from pipeline.reports.response_plot import CURVE_MEASURES, budget_curve, budget_curve_png, response_png
 from pipeline.reports.tables import grid_axes, grid_frame
 
 HEATMAP_STEM = "first_relevant_rank"  # the sweep's heat map's file stem
-CURVE_MEASURES = ("recall", "span_recall")  # drawn against the token budget, when a sweep logged two budgets or more
 
 
 @dataclass
@@ -105,22 +101,6 @@ def uncompared_figures(summary: SweepSummary, plan: MetricPlan, settings: Diagno
                                    make(paired_bootstrap_png, scores, primary, DPI, resamples=plan.resamples,
                                         seed=plan.seed, confidence=plan.confidence)))
     return figures
-
-
-def budget_curve(summary: SweepSummary, measure: str) -> pd.DataFrame:
-    """``system, budget, mean, ci_low, ci_high``: each distinct system's ``measure`` at every token budget its run
-    logged (``recall_at_512tok`` and its bounds)."""
-    pattern = re.compile(rf"^{measure}_at_(\d+){TOKENS}$")
-    rows = []
-    by_name = {s.name: s for s in summary.finished}
-    for system in summary.representatives:
-        metrics = by_name[system].metrics
-        for key, value in metrics.items():
-            found = pattern.match(key)
-            if found and key + LOWER in metrics and key + UPPER in metrics:
-                rows.append({"system": summary.label(system), "budget": int(found.group(1)), "mean": value,
-                             "ci_low": metrics[key + LOWER], "ci_high": metrics[key + UPPER]})
-    return pd.DataFrame(rows, columns=["system", "budget", "mean", "ci_low", "ci_high"])
 
 
 def rank_heatmap(ranks: pd.DataFrame, cutoff: int, late_limit: int, beyond: pd.DataFrame | None) -> Figure | bytes:

@@ -106,7 +106,7 @@ def test_a_tokenizer_file_by_path_is_taken(tmp_path):
 
 
 def test_a_users_chunker_is_used_as_it_chunks():
-    chunker = OwnChunker(Paragraphs(), "Paragraphs")
+    chunker = OwnChunker(inner=Paragraphs(), name="Paragraphs")
     spans = chunker.spans_of([TEXT])[0]
     assert [TEXT[s:e] for s, e in spans] == [p for p in TEXT.split("\n\n") if p]
 
@@ -118,4 +118,4 @@ def test_a_users_chunker_is_used_as_it_chunks():
 ])
 def test_a_users_chunker_that_returns_what_is_not_a_chunk_is_stopped(inner, reason):
     with pytest.raises(ChunkerFailed, match=reason):
-        OwnChunker(inner, type(inner).__name__).spans_of(["some text here"])
+        OwnChunker(inner=inner, name=type(inner).__name__).spans_of(["some text here"])

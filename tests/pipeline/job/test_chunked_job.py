@@ -25,17 +25,9 @@ from pipeline.common.names import (
 )
 from pipeline.data import HelpdeskPages
 from tests.pipeline.helpers import REPO, log_run, run_pipeline
+from tests.pipeline.job.test_round_trip import KINDS as ROUND_TRIP_KINDS
 
-ENGINE = "tests.pipeline.config.engines.ListSearch"
-KINDS = {
-    "bm25": ["retriever=bm25"],
-    "lsa": ["retriever=lsa"],
-    "weighted": ["retriever=weighted"],
-    "rrf": ["retriever=rrf"],
-    "dense": ["retriever=dense"],
-    "rerank": ["retriever=rerank"],
-    "custom": ["retriever=custom", f"retriever._target_={ENGINE}"],
-}
+KINDS = {kind: args for kind, args in ROUND_TRIP_KINDS.items() if kind not in ("run_file", "http")}  # HTTP: below
 CHUNK_MEASURES = ("metrics.measures=[hit_rate,recall,ndcg,span_recall,span_precision,span_iou,span_precision_omega]",
                   "metrics.k=[1,3,5]", "metrics.budgets=[16,48,128]", "metrics.bootstrap.resamples=50")
 
@@ -148,3 +140,40 @@ def test_settings_that_cannot_chunk_or_budget_are_one_line(launch_dir, args, rea
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
     (line,) = done.stderr.strip().splitlines()
     assert reason in line, line
+
+
+def test_a_search_engine_over_rankscopes_chunks_ranks_them_alike_as_a_class_or_behind_http(place):
+    """tantivy indexes the chunking (its chunk ids and texts): called as a Python class it is handed the chunks by
+    rankscope; served over HTTP it answers with the same chunk ids. Both give the same ranking of chunks."""
+    pytest.importorskip("tantivy")
+    from pipeline.chunking.chunked import chunking
+    from pipeline.chunking.chunkers import Recursive
+    from tests.pipeline.config.engines import TantivySearch
+    from tests.retrievers.search_server import SearchServer
+
+    split = ("corpus=helpdesk_pages", "chunker=recursive", "chunker.size=24", "metrics.bootstrap.resamples=50")
+    made, _ = chunking(HelpdeskPages().load(), Recursive(size=24), None)
+    engine = TantivySearch()
+    engine.index(made.collection.doc_ids, made.collection.doc_texts)
+    with SearchServer(engine) as server:
+        http = job_folder(place, log_run(place, *split, "retriever=http", f"retriever.url={server.url('/search')}"))
+    own = job_folder(place, log_run(place, *split, "retriever=custom",
+                                    "retriever._target_=tests.pipeline.config.engines.TantivySearch"))
+    theirs, ours = read_chunks(http / CHUNKS_FILE), read_chunks(own / CHUNKS_FILE)
+    assert len(ours.chunks) > 4 and all(theirs.run.ranking(q) == ours.run.ranking(q) for q in ours.query_ids)
+    pd.testing.assert_frame_equal(figures(http), figures(own))
+
+
+@pytest.mark.slow  # SciFact: two jobs of 5,183 documents
+def test_on_scifact_chunks_larger_than_any_abstract_give_exactly_the_figures_of_no_chunking(place):
+    from tests import datasets
+
+    folder = datasets.find("scifact", place / "unpacked")
+    if folder is None:
+        pytest.skip(datasets.missing("scifact"))
+    corpus = ("corpus=beir", f"corpus.path={folder}", "metrics=beir", "metrics.bootstrap.resamples=50")
+    whole = job_folder(place, log_run(place, *corpus))
+    chunked = job_folder(place, log_run(place, *corpus, "chunker=fixed", "chunker.size=100000"))
+    pd.testing.assert_frame_equal(figures(chunked), figures(whole))
+    ours, theirs = read_trec_run(chunked / RUN_FILE), read_trec_run(whole / RUN_FILE)
+    assert all(ours.ranking(q) == theirs.ranking(q) for q in theirs.query_ids)
