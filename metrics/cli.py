@@ -80,13 +80,12 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _evaluate(args: argparse.Namespace, cols: list[Column]) -> tuple[list[str], list[str]]:
     """Read the judgments, score the run against them, and make the lines to print."""
-    from metrics.trec import read_qrels
-    from metrics.trec_report import score_files
+    from metrics.trec_report import read_judgments, score_files
 
     if args.level < 0:
         raise InputError(f"the relevance level must be 0 or more, not {args.level}")
     if args.max_docs is not None and args.max_docs < 1:
         raise InputError(f"-M must be at least 1, not {args.max_docs}")
-    qrels = read_qrels(args.qrels)
+    qrels = read_judgments(args.qrels, args.run)
     scored = score_files(qrels, args.run, cols, args.complete, args.level, args.max_docs, args.judged_only)
     return report(qrels, scored, cols, args.per_question, args.complete, args.level)

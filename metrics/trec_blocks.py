@@ -1,18 +1,20 @@
-"""A large TREC run scored a block of questions at a time: read with pyarrow's CSV reader, joined with the judgments
-into one :class:`~metrics.judged.Judged` per block, never held whole.
+"""Large TREC files read with pyarrow's CSV reader: judgments at once, a run a block of questions at a time, each block
+joined with the judgments into one :class:`~metrics.judged.Judged`, the run never held whole.
 
 ``python -m metrics`` reads a run of a few megabytes or more this way (:data:`FAST_BYTES`; below, pyarrow's import
 costs more than it saves). The file is cut into blocks of about :data:`BLOCK_BYTES` at line ends; a block's last
 question is held back and joined to the next block, so that when the run lists each question's lines together (as
 every TREC run does), memory holds one block and its questions, whatever the size of the file. A question found again
-after its block was scored means the run is not grouped by question: the file is then read as one block (memory
-grows with the file, as any reader's does).
+after its block was scored means the run is not grouped by question: :class:`NotGrouped`, and the caller reads the
+file as one block (memory grows with the file, as any reader's does).
 
 The blocks read exactly what :func:`metrics.trec.read_trec_run` reads, ordered as trec_eval orders (score as a 32-bit
-float descending, ties by docno descending, ``form_res_rels.c``). Whatever this reader is not sure to read as the line
-reader does (a line of other than six fields, several spaces or a tab among spaces, a ``#`` comment, a byte that is
-not UTF-8, a NUL, a score that is not a finite number, a document listed twice) raises :class:`Unsure`, and the
-caller reads the file with the line reader instead, which reads it or names the line that is wrong.
+float descending, ties by docno descending, ``form_res_rels.c``). Document ids are compared as the bytes of their
+text (each id's bytes as big-endian 64-bit words, zero padded: their order is ``strcmp``'s), not hashed one by one.
+Whatever this reader is not sure to read as the line reader does (a line of other than six fields, several spaces or a
+tab among spaces, a ``#`` comment, a byte that is not UTF-8, a NUL, a score that is not a finite number, a document
+listed twice) raises :class:`Unsure`, and the caller reads the file with the line reader instead, which reads it or
+names the line that is wrong.
 """
 
 from __future__ import annotations
@@ -32,17 +34,137 @@ from metrics.textfile import check_file
 if TYPE_CHECKING:
     import pyarrow as pa
 
+UNJUDGED = -(2**62)  # the grade of a retrieved document nobody judged
 FAST_BYTES = 4 << 20  # runs of this size and more are read in blocks with pyarrow
-BLOCK_BYTES = 32 << 20  # text read and scored at a time
-COLUMNS = ["q", "q0", "d", "rank", "s", "tag"]
+FAST_QRELS_BYTES = 256 << 10  # judgments of this size and more are read with pyarrow, when a run is
+BLOCK_BYTES = 8 << 20  # text read and scored at a time
+RUN_COLUMNS = ["q", "q0", "d", "rank", "s", "tag"]
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 class Unsure(Exception):
-    """The block reader cannot be sure to read this file as the line reader does: read it line by line."""
+    """The pyarrow reader cannot be sure to read this file as the line reader does: read it line by line."""
 
 
 class NotGrouped(Exception):
     """A question's lines are not all together: the run is read as one block."""
+
+
+def _options(columns: list[str], types: dict[str, Any], delimiter: str, skip: int = 0) -> dict[str, Any]:
+    """pyarrow's CSV options for a whitespace-separated TREC file: no quoting, no nulls, ``types`` converted."""
+    from pyarrow import csv
+
+    return {
+        "read_options": csv.ReadOptions(column_names=columns, skip_rows=skip),
+        "parse_options": csv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False, escape_char=False,
+                                          newlines_in_values=False, ignore_empty_lines=True),
+        "convert_options": csv.ConvertOptions(column_types=types, include_columns=list(types), null_values=[],
+                                              strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                              check_utf8=False),
+    }
+
+
+_NUMPY = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64, "double": np.float64}
+
+
+def _numpy(array: pa.Array) -> np.ndarray:
+    """A pyarrow array of numbers, without nulls, as numpy, read from its buffer (pyarrow's own to_numpy imports
+    pandas, half a second this command does not need)."""
+    dtype = np.dtype(_NUMPY[str(array.type)])
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
+
+
+def _valid(array: pa.Array) -> np.ndarray:
+    """Which entries of a pyarrow array are not null (from its validity bitmap)."""
+    bitmap = array.buffers()[0]
+    if bitmap is None:
+        return np.ones(len(array), dtype=bool)
+    bits = np.unpackbits(np.frombuffer(bitmap, dtype=np.uint8), bitorder="little")
+    return bits[array.offset: array.offset + len(array)].astype(bool)
+
+
+def _strings(values: list[str]) -> pa.Array:
+    """A pyarrow string array of ``values``, built from its buffers (``pa.array`` imports pandas)."""
+    import pyarrow as pa
+
+    encoded = [v.encode() for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    return pa.StringArray.from_buffers(len(encoded), pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(encoded)))
+
+
+def _read(text: bytes, **options: Any) -> pa.Table:
+    import pyarrow as pa
+    from pyarrow import csv
+
+    try:
+        return csv.read_csv(pa.py_buffer(text), **options)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
+        raise Unsure(str(err)) from None
+
+
+# Besides its delimiter, whitespace that would split a field where Python's str.split() splits it
+_OTHER_SPACE = {" ": (b"\t", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f"),
+                "\t": (b" ", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\x1f")}
+
+
+def _checked(text: bytes, delimiter: str | None = None) -> bytes:
+    """``text`` when it is plain ASCII text (no NUL) whose fields only ``delimiter`` separates: the line reader reads
+    anything else (or names the line that is wrong)."""
+    if b"\0" in text or not text.isascii():
+        raise Unsure("a NUL byte, or a byte that is not ASCII")
+    if delimiter is not None and any(space in text for space in _OTHER_SPACE[delimiter]):
+        raise Unsure("fields split by other whitespace than the delimiter")
+    return text
+
+
+def _first_line(text: bytes) -> bytes:
+    """The first line that is not blank (b"" when there is none)."""
+    start = 0
+    while start < len(text):
+        end = text.find(b"\n", start)
+        end = len(text) if end < 0 else end
+        if text[start:end].strip():
+            return text[start:end]
+        start = end + 1
+    return b""
+
+
+def _delimiter(line: bytes) -> str:
+    return "\t" if b"\t" in line else " "
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """TREC qrels (``qid iter docno rel``) or BEIR's qrels TSV (header line optional), as
+    :func:`metrics.trec.read_qrels` reads them; :class:`Unsure` for what it must read line by line."""
+    import pyarrow as pa
+
+    text = check_file(path).read_bytes()
+    first = _first_line(text)
+    tabs = b"\t" in first
+    _checked(text, _delimiter(first))
+    fields = first.split(b"\t") if tabs else first.split()
+    if len(fields) == 4:
+        columns, types, skip = ["q", "iter", "d", "g"], {"q": pa.string(), "d": pa.string(), "g": pa.int64()}, 0
+    elif len(fields) == 3 and tabs:
+        header = not fields[2].strip().lstrip(b"+-").isdigit()
+        columns, types, skip = ["q", "d", "g"], {"q": pa.string(), "d": pa.string(), "g": pa.int64()}, int(header)
+        if header and text.startswith((b"\n", b"\r", b" ")):
+            raise Unsure("a header after blank lines")
+    else:
+        raise Unsure("not the usual layout")
+    table = _read(text, **_options(columns, types, "\t" if tabs else " ", skip))
+    q = table.column("q").combine_chunks().dictionary_encode()
+    d = table.column("d").combine_chunks().dictionary_encode()
+    query_vocab = q.dictionary.to_pylist()
+    if any(name.startswith("#") for name in query_vocab):
+        raise Unsure("a comment line")
+    try:
+        return Qrels.from_codes(np.array(query_vocab, dtype=object), _numpy(q.indices).astype(np.int64),
+                                np.array(d.dictionary.to_pylist(), dtype=object), _numpy(d.indices).astype(np.int64),
+                                _numpy(table.column("g").combine_chunks()).copy())
+    except ValueError:  # a pair judged twice: the line reader names both lines
+        raise Unsure("a pair judged twice") from None
 
 
 @dataclass(frozen=True)
@@ -50,8 +172,11 @@ class JudgmentIndex:
     """The judgments as the blocks join them: their documents as a pyarrow array (looked up in C), each
     (question, document) pair as one sorted integer, and each question's grades best first."""
 
-    qrels: Qrels
-    docs: Any  # pyarrow string array of the judged document ids
+    doc_keys: np.ndarray  # each judged document's key (:func:`_hash` of its words), sorted
+    doc_of_key: np.ndarray  # the document code of each key
+    doc_words: np.ndarray  # each judged document's words (:func:`doc_words`), by code
+    marked: np.ndarray  # a bit table of the keys' slots: most unjudged documents are discarded with one gather
+    n_docs: int
     query_at: dict[str, int]
     keys: np.ndarray  # query code * number of documents + document code, sorted
     grades: np.ndarray  # aligned with keys
@@ -60,15 +185,18 @@ class JudgmentIndex:
 
     @classmethod
     def of(cls, qrels: Qrels) -> JudgmentIndex:
-        import pyarrow as pa
-
         codes = qrels.codes
         n_docs = max(len(codes.doc_vocab), 1)
         keys = codes.query_codes.astype(np.int64) * n_docs + codes.doc_codes
         order = np.argsort(keys, kind="stable")
         by_query = np.lexsort((-qrels.grades, codes.query_codes))
         counts = np.bincount(codes.query_codes, minlength=len(codes.query_vocab))
-        return cls(qrels, pa.array(codes.doc_vocab.tolist(), type=pa.string()),
+        words = doc_words(_strings(codes.doc_vocab.tolist()))
+        doc_keys = _hash(words)
+        by_key = np.argsort(doc_keys, kind="stable")
+        marked = np.zeros(1 << _slot_bits(len(doc_keys)), dtype=bool)
+        marked[_slots(doc_keys, len(marked))] = True
+        return cls(doc_keys[by_key], by_key, words, marked, len(codes.doc_vocab),
                    {q: i for i, q in enumerate(codes.query_vocab.tolist())}, keys[order], qrels.grades[order],
                    qrels.grades[by_query], np.concatenate(([0], np.cumsum(counts))))
 
@@ -83,15 +211,57 @@ class JudgmentIndex:
         cols = np.arange(len(rows)) - offsets[rows]
         return Hits(rows, cols, self.ideal_grades[starts[rows] + cols], len(query_ids))
 
+    def doc_codes(self, words: np.ndarray) -> np.ndarray:
+        """The code of each row's document among the judged ones, -1 where it is none of them: keys looked up in the
+        sorted keys, each match checked word for word (keys of equal hash are tried in turn)."""
+        out = np.full(len(words), -1, dtype=np.int64)
+        if not self.n_docs or not len(words):
+            return out
+        width = max(words.shape[1], self.doc_words.shape[1])
+        mine = np.pad(words, ((0, 0), (0, width - words.shape[1]))) if words.shape[1] < width else words
+        theirs = (np.pad(self.doc_words, ((0, 0), (0, width - self.doc_words.shape[1])))
+                  if self.doc_words.shape[1] < width else self.doc_words)
+        keys = _hash(mine)
+        candidates = np.flatnonzero(self.marked[_slots(keys, len(self.marked))])
+        keys = keys[candidates]
+        first = np.searchsorted(self.doc_keys, keys)
+        found = np.full(len(candidates), -1, dtype=np.int64)
+        step = 0
+        while True:  # the k-th document of equal key, for each candidate still unmatched
+            at = first + step
+            open_ = (at < len(self.doc_keys)) & (found < 0)
+            open_[open_] &= self.doc_keys[at[open_]] == keys[open_]
+            if not open_.any():
+                out[candidates] = found
+                return out
+            rows = np.flatnonzero(open_)
+            codes = self.doc_of_key[at[rows]]
+            same = (theirs[codes] == mine[candidates[rows]]).all(axis=1)
+            found[rows[same]] = codes[same]
+            step += 1
+
+    def grades_of(self, query_at: np.ndarray, words: np.ndarray) -> np.ndarray:
+        """The grade of each (question, document) row, :data:`UNJUDGED` where it is not judged."""
+        doc_at = self.doc_codes(words)
+        out = np.full(len(doc_at), UNJUDGED, dtype=np.int64)
+        cells = np.flatnonzero((doc_at >= 0) & (query_at >= 0))
+        if len(cells) and len(self.keys):
+            keys = query_at[cells] * max(self.n_docs, 1) + doc_at[cells]
+            at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+            found = self.keys[at] == keys
+            out[cells[found]] = self.grades[at[found]]
+        return out
+
 
 @dataclass(frozen=True)
 class Block:
-    """The questions of one block in the file's order, their join with the judgments, and the run's tag so far."""
+    """The questions of one block in the file's order, their join with the judgments, the run's tag so far (the last
+    line's) and the block's result lines."""
 
     query_ids: list[str]
     judged: Judged
     tag: str | None
-    lines: int = 0  # result lines of the block in the file
+    lines: int
 
 
 def blocks(path: str | Path, qrels: Qrels, max_docs: int | None = None, judged_only: bool = False,
@@ -104,15 +274,22 @@ def blocks(path: str | Path, qrels: Qrels, max_docs: int | None = None, judged_o
 
     path = check_file(path)
     index = JudgmentIndex.of(qrels)
-    delimiter = _delimiter(path)
     held: pa.Table | None = None
     seen: set[str] = set()
+    delimiter = tag = None
     for text, last in _texts(path, block_bytes):
-        parts = [t for t in (held, _parse(text, delimiter) if text.strip() else None) if t is not None]
+        first = _first_line(text)
+        if delimiter is None and first:
+            delimiter = _delimiter(first)
+        if first:
+            _checked(text, delimiter)
+        parsed = _read(text, **_options(RUN_COLUMNS, {"q": pa.string(), "d": pa.string(), "s": pa.float64()},
+                                        delimiter)) if first else None
+        parts = [t for t in (held, parsed) if t is not None and t.num_rows]
         if not parts:
             continue
         table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
-        tag = table.column("tag")[-1].as_py() if table.num_rows else None
+        tag = _last_tag(text) if first else tag
         table, held = (table, None) if last else _split_last(table)  # the last question may go on in the next
         if table.num_rows:
             block = _block(table, index, max_docs, judged_only, seen)
@@ -124,58 +301,27 @@ def _texts(path: Path, block_bytes: int | None) -> Iterator[tuple[bytes, bool]]:
     """The file's bytes in pieces that end at a line end, each checked to be text, and whether it is the last."""
     with path.open("rb") as handle:
         if block_bytes is None:
-            yield _checked(handle.read()), True
+            yield handle.read(), True
             return
         rest = b""
         while True:
             piece = handle.read(block_bytes)
             if not piece:
-                yield _checked(rest), True
+                yield rest, True
                 return
             piece = rest + piece
             cut = piece.rfind(b"\n") + 1
             rest = piece[cut:]
             if cut:
-                yield _checked(piece[:cut]), False
+                yield piece[:cut], False
 
 
-def _checked(text: bytes) -> bytes:
-    if b"\0" in text:
-        raise Unsure("a NUL byte")
-    if not text.isascii():
-        try:
-            text.decode("utf-8")
-        except UnicodeDecodeError:
-            raise Unsure("not UTF-8") from None
-    return text
-
-
-def _delimiter(path: Path) -> str:
-    """A tab when the first line holds one, else a space (a file that mixes them is the line reader's)."""
-    with path.open("rb") as handle:
-        for line in handle:
-            if line.strip():
-                return "\t" if b"\t" in line else " "
-    return " "
-
-
-def _parse(text: bytes, delimiter: str) -> pa.Table:
-    import pyarrow as pa
-    from pyarrow import csv
-
-    try:
-        table = csv.read_csv(
-            pa.py_buffer(text),
-            read_options=csv.ReadOptions(column_names=COLUMNS),
-            parse_options=csv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False,
-                                           escape_char=False, newlines_in_values=False, ignore_empty_lines=True),
-            convert_options=csv.ConvertOptions(
-                column_types={"q": pa.string(), "d": pa.string(), "s": pa.float64(), "tag": pa.string()},
-                include_columns=["q", "d", "s", "tag"], null_values=[], strings_can_be_null=False,
-                quoted_strings_can_be_null=False, check_utf8=False))
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as err:
-        raise Unsure(str(err)) from None
-    return table
+def _last_tag(text: bytes) -> str:
+    """The run tag of the text's last line that is not blank (trec_eval's runid is the last line's)."""
+    end = len(text.rstrip())
+    line = text[text.rfind(b"\n", 0, end) + 1: end]
+    fields = line.split()
+    return fields[5].decode() if len(fields) > 5 else ""
 
 
 def _split_last(table: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -187,64 +333,116 @@ def _split_last(table: pa.Table) -> tuple[pa.Table, pa.Table]:
     return table.filter(pc.invert(last)), table.filter(last)
 
 
+_KEEP_BYTES = np.array([0] + [(2**64 - 1) ^ (2 ** (8 * (8 - n)) - 1) for n in range(1, 9)], dtype=np.uint64)
+
+
+def doc_words(docs: pa.Array, width: int = 0) -> np.ndarray:
+    """Each id's bytes as big-endian 64-bit words, zero padded (one row per id, at least ``width`` words): equal rows
+    are equal ids, and rows in lexicographic order are ids in ``strcmp`` order. Each word is one unaligned 8-byte load
+    from the ids' buffer, the bytes past the id's end masked off."""
+    offsets = np.frombuffer(docs.buffers()[1], dtype=np.int32, count=len(docs) + 1, offset=docs.offset * 4)
+    data = np.frombuffer(docs.buffers()[2], dtype=np.uint8) if docs.buffers()[2] is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets)
+    words = max(width, 1, -(-int(lengths.max(initial=0)) // 8))
+    padded = np.zeros(len(data) + 8 * words, dtype=np.uint8)
+    padded[: len(data)] = data
+    loads = np.ndarray(shape=(len(padded) - 7,), dtype=">u8", buffer=padded, strides=(1,))
+    out = np.empty((len(docs), words), dtype=np.uint64)
+    for j in range(words):
+        out[:, j] = loads[offsets[:-1] + 8 * j]
+        out[:, j] &= _KEEP_BYTES[np.clip(lengths - 8 * j, 0, 8)]
+    return out
+
+
+def _slot_bits(n_keys: int) -> int:
+    """Slots of a bit table, as a power of two: about 16 per key, within [2^10, 2^26]."""
+    return int(min(max(np.ceil(np.log2(max(n_keys, 1) * 16)), 10), 26))
+
+
+def _slots(keys: np.ndarray, size: int) -> np.ndarray:
+    """Fibonacci hashing of 64-bit keys into ``size`` (a power of two) slots."""
+    return ((keys * _GOLDEN) >> np.uint64(64 - size.bit_length() + 1)).astype(np.intp)
+
+
+def _hash(words: np.ndarray) -> np.ndarray:
+    """One 64-bit key per row of words: the word itself for ids of up to 8 bytes (exact), else a hash."""
+    h = words[:, 0].copy()
+    for j in range(1, words.shape[1]):
+        h = (h * _GOLDEN) ^ words[:, j]
+    return h
+
+
 def _block(table: pa.Table, index: JudgmentIndex, max_docs: int | None, judged_only: bool,
            seen: set[str]) -> Block:
     """One block's questions joined with the judgments, in trec_eval's order."""
-    import pyarrow.compute as pc
-
     q = table.column("q").combine_chunks().dictionary_encode()
-    d = table.column("d").combine_chunks().dictionary_encode()
     query_ids = q.dictionary.to_pylist()
     if seen.intersection(query_ids):
         raise NotGrouped
     if any(name.startswith("#") for name in query_ids):
         raise Unsure("a comment line")
-    qcodes = q.indices.to_numpy().astype(np.int64)
-    dcodes = d.indices.to_numpy().astype(np.int64)
-    scores = table.column("s").to_numpy()
+    scores = _numpy(table.column("s").combine_chunks())
     if not np.isfinite(scores).all():
         raise Unsure("a score that is not a finite number")
-    n_docs = len(d.dictionary)
-    if pc.count_distinct(qcodes * n_docs + dcodes).as_py() < len(qcodes):
+    docs = table.column("d").combine_chunks()
+    words = doc_words(docs)
+    qcodes = _numpy(q.indices).astype(np.int64)
+    if _listed_twice(qcodes, words, len(query_ids)):
         raise Unsure("a document listed twice for a question")
 
-    order = _trec_order(qcodes, dcodes, scores, d.dictionary)
-    qcodes, dcodes = qcodes[order], dcodes[order]
+    order = _trec_order(qcodes, scores, words)
+    qcodes = qcodes[order]
     n = len(query_ids)
     counts = np.bincount(qcodes, minlength=n)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     ranks = np.arange(len(qcodes)) - starts[qcodes]
-    keep = None if max_docs is None else ranks < max_docs
-
-    # the grade of each retrieved document judged for its question
-    doc_at = pc.fill_null(pc.index_in(d.dictionary, value_set=index.docs), -1).to_numpy().astype(np.int64)
     query_at = np.array([index.query_at.get(name, -1) for name in query_ids], dtype=np.int64)
-    qi, di = query_at[qcodes], doc_at[dcodes]
-    candidate = (qi >= 0) & (di >= 0)
-    if keep is not None:
-        candidate &= keep
-    cells = np.flatnonzero(candidate)
-    keys = qi[cells] * max(len(index.docs), 1) + di[cells]
-    at = np.minimum(np.searchsorted(index.keys, keys), max(len(index.keys) - 1, 0))
-    found = index.keys[at] == keys if len(index.keys) else np.zeros(len(keys), dtype=bool)
-    cells, grades = cells[found], index.grades[at[found]]
-
+    grades = index.grades_of(query_at[_numpy(q.indices)], words)[order]
+    judged = grades != UNJUDGED
+    if max_docs is not None:
+        judged &= ranks < max_docs
+    cells = np.flatnonzero(judged)
     lengths = counts if max_docs is None else np.minimum(counts, max_docs)
-    rows, cols = qcodes[cells], ranks[cells]
+    rows, cols, grades = qcodes[cells], ranks[cells], grades[cells]
     if judged_only:  # trec_eval -J: unjudged documents (and those judged negative) leave the ranking
-        judged = grades >= 0
-        rows, grades = rows[judged], grades[judged]
+        kept = grades >= 0
+        rows, grades = rows[kept], grades[kept]
         lengths = np.bincount(rows, minlength=n)
         cols = np.arange(len(rows)) - np.concatenate(([0], np.cumsum(lengths)[:-1]))[rows]
-    judged_block = Judged(query_ids, Hits(rows, cols, grades, n), lengths, index.ideal(query_ids))
-    return Block(query_ids, judged_block, None)
+    join = Judged(query_ids, Hits(rows, cols, grades, n), lengths, index.ideal(query_ids))
+    return Block(query_ids, join, None, len(qcodes))
 
 
-def _trec_order(qcodes: np.ndarray, dcodes: np.ndarray, scores: np.ndarray, docs: pa.Array) -> np.ndarray:
+def _listed_twice(qcodes: np.ndarray, words: np.ndarray, n: int) -> bool:
+    """Whether a question lists a document twice: each question's keys sorted (a question a row of a matrix when the
+    questions list about as many documents each, as runs do; else all keys with the question in their top bits), a
+    repeated key then checked word for word."""
+    keys = _hash(words)
+    counts = np.bincount(qcodes, minlength=n)
+    grouped = (qcodes[1:] >= qcodes[:-1]).all()
+    if grouped and n * int(counts.max(initial=0)) <= 2 * len(keys) + 1024:
+        empty = np.iinfo(np.uint64).max  # no ASCII id's key: 8 bytes of 0xff
+        matrix = np.full((n, int(counts.max(initial=0))), empty, dtype=np.uint64)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        matrix[qcodes, np.arange(len(keys)) - starts[qcodes]] = keys
+        matrix.sort(axis=1)
+        if not ((matrix[:, 1:] == matrix[:, :-1]) & (matrix[:, 1:] != empty)).any():
+            return False
+    else:
+        bits = max(int(n - 1).bit_length(), 1)
+        top = (qcodes.astype(np.uint64) << np.uint64(64 - bits)) | (keys >> np.uint64(bits))
+        ordered = np.sort(top)
+        if not (ordered[1:] == ordered[:-1]).any():
+            return False
+    order = np.lexsort((keys, qcodes))  # a repeated key (rare): find the rows and compare them word for word
+    again = np.flatnonzero((keys[order][1:] == keys[order][:-1]) & (qcodes[order][1:] == qcodes[order][:-1]))
+    first, second = order[again], order[again + 1]
+    return bool((words[first] == words[second]).all(axis=1).any())
+
+
+def _trec_order(qcodes: np.ndarray, scores: np.ndarray, words: np.ndarray) -> np.ndarray:
     """The rows' order as trec_eval ranks them: by question, score as a 32-bit float descending, docno descending.
     A run written in that order (the usual case) is only checked."""
-    import pyarrow.compute as pc
-
     with np.errstate(over="ignore"):
         kept = scores.astype(np.float32)
     same_question = qcodes[1:] == qcodes[:-1]
@@ -261,10 +459,7 @@ def _trec_order(qcodes: np.ndarray, dcodes: np.ndarray, scores: np.ndarray, docs
     member[:-1] |= tied
     at = np.flatnonzero(member)
     run_ids = np.cumsum(np.concatenate(([True], ~tied[at[1:] - 1])))  # a new run of ties where the tie breaks
-    codes = dcodes[order[at]]
-    distinct, inverse = np.unique(codes, return_inverse=True)
-    by_name = pc.array_sort_indices(docs.take(distinct), order="descending").to_numpy()
-    rank = np.empty(len(distinct), dtype=np.int64)
-    rank[by_name] = np.arange(len(distinct))
-    order[at] = order[at][np.lexsort((rank[inverse], run_ids))]
+    tied_words = words[order[at]]
+    keys = [~tied_words[:, j] for j in range(words.shape[1] - 1, -1, -1)]  # docno descending, last word least
+    order[at] = order[at][np.lexsort((*keys, run_ids))]
     return order

@@ -184,6 +184,22 @@ class Scored:
         return np.concatenate(parts) if parts else np.zeros(0)
 
 
+def read_judgments(qrels_path: str | Path, run_path: str | Path) -> Qrels:
+    """The judgments, read with pyarrow when they are large or the run is (its import is then paid anyway), else (and
+    for what pyarrow's reader leaves to it) line by line: the same Qrels either way."""
+    from metrics import trec, trec_blocks
+
+    qrels_path, run_path = Path(qrels_path), Path(run_path)
+    size = qrels_path.stat().st_size if qrels_path.is_file() else 0
+    big_run = run_path.is_file() and run_path.stat().st_size >= trec_blocks.FAST_BYTES
+    if size >= trec_blocks.FAST_BYTES or (big_run and size >= trec_blocks.FAST_QRELS_BYTES):
+        try:
+            return trec_blocks.read_qrels(qrels_path)
+        except trec_blocks.Unsure:
+            pass
+    return trec.read_qrels(qrels_path)
+
+
 def score_files(qrels: Qrels, run_path: str | Path, cols: Sequence[Column], complete: bool = False, level: int = 1,
                 max_docs: int | None = None, judged_only: bool = False) -> Scored:
     """Score the run file against ``qrels``: a large file a block of questions at a time, a small one whole.
