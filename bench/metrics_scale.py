@@ -81,9 +81,35 @@ def write_collection(folder: Path, lines: int, seed: int = 0) -> tuple[Path, Pat
     return qrels, run
 
 
+# A Python command run so that it writes its own peak resident memory (VmHWM, its process's alone) when it ends: the
+# maxrss wait4 reports for a child counts the memory of the process that forked it
+PEAK = """
+import atexit, runpy, sys
+out, kind, target = sys.argv[1:4]
+def peak():
+    with open("/proc/self/status") as f:
+        kb = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    with open(out, "w") as f:
+        f.write(str(kb * 1024))
+atexit.register(peak)
+sys.argv = [target, *sys.argv[4:]]
+if kind == "module":
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+else:
+    runpy.run_path(target, run_name="__main__")
+"""
+
+
 def measure(command: list[str], out: Path) -> dict[str, float]:
-    """Wall time and peak resident memory of one fresh process (its stdout kept in ``out``)."""
+    """Wall time, CPU time and peak resident memory of one fresh process (its stdout kept in ``out``); a Python
+    command (``[python, -m, module, ...]`` or ``[python, script, ...]``) reports its own peak."""
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    peak_file = out.with_suffix(".peak")
+    peak_file.unlink(missing_ok=True)
+    if command[0] == sys.executable:
+        kind, target, rest = (("module", command[2], command[3:]) if command[1] == "-m" else
+                              ("path", command[1], command[2:]))
+        command = [sys.executable, "-c", PEAK, str(peak_file), kind, target, *rest]
     with out.open("w") as handle:
         start = time.perf_counter()
         process = subprocess.Popen(command, stdout=handle, stderr=subprocess.PIPE, cwd=REPO, env=env)
@@ -93,7 +119,8 @@ def measure(command: list[str], out: Path) -> dict[str, float]:
     if process.returncode:
         raise RuntimeError(f"{' '.join(command)} failed: {process.stderr.read().decode()[-500:]}")
     process.stderr.close()
-    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_bytes": usage.ru_maxrss * 1024}
+    peak = int(peak_file.read_text()) if peak_file.is_file() else usage.ru_maxrss * 1024  # a binary: an upper bound
+    return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_bytes": peak}
 
 
 def commands(qrels: Path, run: Path, trec_eval: str | None, work: Path) -> dict[str, list[str]]:

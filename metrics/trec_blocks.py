@@ -1,7 +1,7 @@
 """Large TREC files read with pyarrow's CSV reader: judgments at once, a run a block of questions at a time, each block
 joined with the judgments into one :class:`~metrics.judged.Judged`, the run never held whole.
 
-``python -m metrics`` reads a run of a few megabytes or more this way (:data:`FAST_BYTES`; below, pyarrow's import
+``python -m metrics`` reads a run of two megabytes or more this way (:data:`FAST_BYTES`; below, pyarrow's import
 costs more than it saves). The file is cut into blocks of about :data:`BLOCK_BYTES` at line ends; a block's last
 question is held back and joined to the next block, so that when the run lists each question's lines together (as
 every TREC run does), memory holds one block and its questions, whatever the size of the file. A question found again
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 UNJUDGED = -(2**62)  # the grade of a retrieved document nobody judged
-FAST_BYTES = 4 << 20  # runs of this size and more are read in blocks with pyarrow
+FAST_BYTES = 2 << 20  # runs of this size (about 60,000 lines) and more are read in blocks with pyarrow
 FAST_QRELS_BYTES = 256 << 10  # judgments of this size and more are read with pyarrow, when a run is
 BLOCK_BYTES = 8 << 20  # text read and scored at a time
 RUN_COLUMNS = ["q", "q0", "d", "rank", "s", "tag"]
@@ -154,15 +154,13 @@ def read_qrels(path: str | Path) -> Qrels:
     else:
         raise Unsure("not the usual layout")
     table = _read(text, **_options(columns, types, "\t" if tabs else " ", skip))
-    q = table.column("q").combine_chunks().dictionary_encode()
-    d = table.column("d").combine_chunks().dictionary_encode()
-    query_vocab = q.dictionary.to_pylist()
+    query_codes, query_vocab = _factorize(table.column("q").combine_chunks())
     if any(name.startswith("#") for name in query_vocab):
         raise Unsure("a comment line")
+    doc_codes, doc_vocab = _factorize(table.column("d").combine_chunks())
     try:
-        return Qrels.from_codes(np.array(query_vocab, dtype=object), _numpy(q.indices).astype(np.int64),
-                                np.array(d.dictionary.to_pylist(), dtype=object), _numpy(d.indices).astype(np.int64),
-                                _numpy(table.column("g").combine_chunks()).copy())
+        return Qrels.from_codes(np.array(query_vocab, dtype=object), query_codes, np.array(doc_vocab, dtype=object),
+                                doc_codes, _numpy(table.column("g").combine_chunks()).copy())
     except ValueError:  # a pair judged twice: the line reader names both lines
         raise Unsure("a pair judged twice") from None
 
@@ -352,6 +350,24 @@ def doc_words(docs: pa.Array, width: int = 0) -> np.ndarray:
         out[:, j] = loads[offsets[:-1] + 8 * j]
         out[:, j] &= _KEEP_BYTES[np.clip(lengths - 8 * j, 0, 8)]
     return out
+
+
+def _factorize(strings: pa.Array) -> tuple[np.ndarray, list[str]]:
+    """Each string's code among the distinct strings, in first-seen order, and those strings: their words' keys
+    sorted (pyarrow's dictionary encoding holds a hash table several times the ids' size)."""
+    import pyarrow as pa
+
+    words = doc_words(strings)
+    keys = _hash(words)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    if words.shape[1] > 1 and not (words == words[first[inverse]]).all():
+        raise Unsure("two ids of one hash")  # never seen; the line reader reads them
+    by_first = np.argsort(first)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[by_first] = np.arange(len(first))
+    picks = first[by_first].astype(np.int64)
+    taken = strings.take(pa.Array.from_buffers(pa.int64(), len(picks), [None, pa.py_buffer(picks.tobytes())]))
+    return rank[inverse.reshape(-1)], taken.to_pylist()
 
 
 def _slot_bits(n_keys: int) -> int:

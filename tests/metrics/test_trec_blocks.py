@@ -45,12 +45,15 @@ def write_collection(folder: Path, seed: int, shuffled: bool = False, tabs: bool
 
 
 def printed(capsys, monkeypatch, args: list[str], block_bytes: int | None) -> tuple[int, str, str]:
-    """The command's output, its run read by blocks of ``block_bytes`` (None: line by line)."""
+    """The command's output, its run read by blocks of ``block_bytes`` and its judgments by pyarrow (None: both line
+    by line)."""
     if block_bytes is not None:
         monkeypatch.setattr(trec_blocks, "FAST_BYTES", 0)
+        monkeypatch.setattr(trec_blocks, "FAST_QRELS_BYTES", 0)
         monkeypatch.setattr(trec_blocks, "BLOCK_BYTES", block_bytes)
     else:
         monkeypatch.setattr(trec_blocks, "FAST_BYTES", 1 << 60)
+        monkeypatch.setattr(trec_blocks, "FAST_QRELS_BYTES", 1 << 60)
     status = main(args)
     out, err = capsys.readouterr()
     return status, out, err
@@ -132,3 +135,33 @@ def test_lines_after_the_sixth_field_are_read_as_trec_eval_reads_them(capsys, mo
     (tmp_path / "qrels").write_text("q1 0 a 1\n")
     args = ["-m", "map", "-m", "runid", str(tmp_path / "qrels"), str(tmp_path / "run")]
     assert printed(capsys, monkeypatch, args, 1 << 20) == printed(capsys, monkeypatch, args, None)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "q1 0 a 2\nq1 0 b 1\nq2 0 a 0\nq2 0 c -1\nq10 0 dd 3\n",
+        "q1\t0\ta\t2\nq1\t0\tb\t1\n",
+        "query-id\tcorpus-id\tscore\nq1\ta\t2\nq1\tb\t1\nq2\ta\t0\n",
+        "q1\ta\t2\nq1\tb\t1\nq2\ta\t0\n",
+        "q1 0 a-very-long-document-identifier-0001 1\nq1 0 a-very-long-document-identifier-0002 0\n",
+    ],
+    ids=["trec", "trec-tabs", "beir-header", "beir", "long-ids"],
+)
+def test_judgments_read_by_pyarrow_are_those_the_line_reader_reads(tmp_path, content):
+    path = tmp_path / "qrels"
+    path.write_text(content)
+    fast, slow = trec_blocks.read_qrels(path), read_qrels(path)
+    for field in ("query_ids", "doc_ids", "grades"):
+        assert getattr(fast, field).tolist() == getattr(slow, field).tolist()
+    assert fast.codes.doc_codes.tolist() == slow.codes.doc_codes.tolist()
+    assert fast.relevant_queries(1) == slow.relevant_queries(1)
+
+
+@pytest.mark.parametrize("content", ["q1 0 a 1\nq1 0 a 2\n", "q1 0 a 1\n#q1 0 b 1\n", "q1 0 a x\n",
+                                     "q1 0 a 1 extra\n", "q1 0 \xe9 1\n"],
+                         ids=["pair twice", "comment", "grade", "fields", "not ascii"])
+def test_judgments_pyarrow_is_not_sure_of_are_left_to_the_line_reader(tmp_path, content):
+    (tmp_path / "qrels").write_text(content)
+    with pytest.raises(Unsure):
+        trec_blocks.read_qrels(tmp_path / "qrels")
