@@ -154,15 +154,25 @@ def read_qrels(path: str | Path) -> Qrels:
     else:
         raise Unsure("not the usual layout")
     table = _read(text, **_options(columns, types, "\t" if tabs else " ", skip))
-    query_codes, query_vocab = _factorize(table.column("q").combine_chunks())
+    query_codes, query_vocab, _ = _factorize(table.column("q").combine_chunks())
     if any(name.startswith("#") for name in query_vocab):
         raise Unsure("a comment line")
-    doc_codes, doc_vocab = _factorize(table.column("d").combine_chunks())
+    doc_codes, doc_vocab, words = _factorize(table.column("d").combine_chunks())
     try:
-        return Qrels.from_codes(np.array(query_vocab, dtype=object), query_codes, np.array(doc_vocab, dtype=object),
-                                doc_codes, _numpy(table.column("g").combine_chunks()).copy())
+        qrels = ReadQrels.from_codes(np.array(query_vocab, dtype=object), query_codes,
+                                     np.array(doc_vocab, dtype=object), doc_codes,
+                                     _numpy(table.column("g").combine_chunks()).copy())
     except ValueError:  # a pair judged twice: the line reader names both lines
         raise Unsure("a pair judged twice") from None
+    object.__setattr__(qrels, "doc_words", words)
+    return qrels
+
+
+class ReadQrels(Qrels):
+    """Judgments read by :func:`read_qrels`, which keep their documents' words (:func:`doc_words`) for the blocks'
+    lookups rather than have them made again from the ids."""
+
+    doc_words: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -189,7 +199,9 @@ class JudgmentIndex:
         order = np.argsort(keys, kind="stable")
         by_query = np.lexsort((-qrels.grades, codes.query_codes))
         counts = np.bincount(codes.query_codes, minlength=len(codes.query_vocab))
-        words = doc_words(_strings(codes.doc_vocab.tolist()))
+        words = getattr(qrels, "doc_words", None)
+        if words is None:
+            words = doc_words(_strings(codes.doc_vocab.tolist()))
         doc_keys = _hash(words)
         by_key = np.argsort(doc_keys, kind="stable")
         marked = np.zeros(1 << _slot_bits(len(doc_keys)), dtype=bool)
@@ -352,9 +364,9 @@ def doc_words(docs: pa.Array, width: int = 0) -> np.ndarray:
     return out
 
 
-def _factorize(strings: pa.Array) -> tuple[np.ndarray, list[str]]:
-    """Each string's code among the distinct strings, in first-seen order, and those strings: their words' keys
-    sorted (pyarrow's dictionary encoding holds a hash table several times the ids' size)."""
+def _factorize(strings: pa.Array) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Each string's code among the distinct strings, in first-seen order, those strings and their words: their
+    words' keys sorted (pyarrow's dictionary encoding holds a hash table several times the ids' size)."""
     import pyarrow as pa
 
     words = doc_words(strings)
@@ -367,7 +379,7 @@ def _factorize(strings: pa.Array) -> tuple[np.ndarray, list[str]]:
     rank[by_first] = np.arange(len(first))
     picks = first[by_first].astype(np.int64)
     taken = strings.take(pa.Array.from_buffers(pa.int64(), len(picks), [None, pa.py_buffer(picks.tobytes())]))
-    return rank[inverse.reshape(-1)], taken.to_pylist()
+    return rank[inverse.reshape(-1)], taken.to_pylist(), words[picks]
 
 
 def _slot_bits(n_keys: int) -> int:
