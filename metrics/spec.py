@@ -221,6 +221,7 @@ TREC_DEFAULT_CUTOFFS.update({"map_cut": TREC_DEFAULT_CUTOFFS["P"], "relative_P":
                              "unj": (5, 10, 20)})
 _FRACTION_SPEC = re.compile(r"^([a-z0-9_]+)(?:@(\d*\.?\d+))?$")
 _TREC_FRACTION = re.compile(r"^(iprec_at_recall|Rprec_mult)_(\d*\.\d+)$")
+_TREC_PERSISTENCE = re.compile(r"^(rbp|rbp_resid)_(p=.+)$")  # the name trec_eval prints for rbp.p=0.8
 
 
 def hundredths(value: float | str) -> int:
@@ -268,8 +269,8 @@ def parse_fraction_metric(text: str) -> MetricSpec | None:
 
 def trec_fraction_form(text: str) -> tuple[str, str | None] | None:
     """trec_eval's forms of the fraction measures (``iprec_at_recall_0.10``, ``iprec_at_recall.0.1,0.5``,
-    ``Rprec_mult``, ``rbp``, ``rbp.p=0.8``) as ``(family, values)``; None for any other text."""
-    m = _TREC_FRACTION.match(text)
+    ``Rprec_mult``, ``rbp``, ``rbp.p=0.8``, ``rbp_p=0.8``) as ``(family, values)``; None for any other text."""
+    m = _TREC_FRACTION.match(text) or _TREC_PERSISTENCE.match(text)
     if m:
         return m.group(1), m.group(2)
     family, dot, values = text.partition(".")
