@@ -49,17 +49,22 @@ def random_collection(seed: int):
     return qrels, pd.DataFrame(rows, columns=["q", "d", "s"]), int(rng.integers(1, 4))
 
 
-def compare(seed: int, judged_docs_only: bool) -> int:
+def both_sides(seed: int, measures: set[str], judged_docs_only: bool):
+    """One random collection: its judgments as a dict, pytrec_eval's values of ``measures``, the level, and the
+    collection as rankscope reads it (-J applied)."""
     qrels_dict, frame, level = random_collection(seed)
     run_dict: dict[str, dict[str, float]] = {}
     for q, d, s in frame.itertuples(index=False):
         run_dict.setdefault(q, {})[d] = s
-    theirs = pytrec_eval.RelevanceEvaluator(qrels_dict, TREC_MEASURES, relevance_level=level,
+    theirs = pytrec_eval.RelevanceEvaluator(qrels_dict, measures, relevance_level=level,
                                             judged_docs_only_flag=judged_docs_only).evaluate(run_dict)
     qrels = Qrels.from_dict(qrels_dict)
     run = run_from_frame(frame, "random")
-    if judged_docs_only:
-        run = judged_only(run, qrels)
+    return qrels_dict, theirs, level, qrels, judged_only(run, qrels) if judged_docs_only else run
+
+
+def compare(seed: int, judged_docs_only: bool) -> int:
+    qrels_dict, theirs, level, qrels, run = both_sides(seed, TREC_MEASURES, judged_docs_only)
     ev = evaluate(run, qrels, list(NAMES.values()), EvalSettings(level=level, missing="skip"),
                   query_ids=qrels.judged_queries())
     ours = set(ev.per_question.index)
@@ -87,20 +92,11 @@ INTERPOLATED = ("iprec_at_recall_", "11pt_avg")  # trec_eval 9 (pytrec_eval's) a
 
 def compare_all(seed: int, judged_docs_only: bool) -> int:
     """Every measure pytrec_eval computes, at its default parameters, per question and to the last bit."""
-    qrels_dict, frame, level = random_collection(seed)
-    run_dict: dict[str, dict[str, float]] = {}
-    for q, d, s in frame.itertuples(index=False):
-        run_dict.setdefault(q, {})[d] = s
-    theirs = pytrec_eval.RelevanceEvaluator(qrels_dict, SUPPORTED, relevance_level=level,
-                                            judged_docs_only_flag=judged_docs_only).evaluate(run_dict)
+    _, theirs, level, qrels, run = both_sides(seed, SUPPORTED, judged_docs_only)
     if not theirs:
         return 0
     names = sorted(next(iter(theirs.values())))
     specs = {name: parse_trec_measure(name)[0] for name in names}
-    qrels = Qrels.from_dict(qrels_dict)
-    run = run_from_frame(frame, "random")
-    if judged_docs_only:
-        run = judged_only(run, qrels)
     ev = evaluate(run, qrels, list(specs.values()), EvalSettings(level=level, missing="skip"),
                   query_ids=qrels.judged_queries())
     rows = [q for q in ev.per_question.index]
