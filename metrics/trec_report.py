@@ -68,8 +68,10 @@ class Column:
     depth: int = 10  # relstring's
 
     @property
-    def order(self) -> tuple[int, int]:
-        return ORDER.index(self.family), (self.spec.k or 0) if self.spec else self.depth
+    def order(self) -> tuple[int, str, int]:
+        """trec_eval's order; a measure trec_eval lacks after its measures (judged@k, then any other, by name)."""
+        place = ORDER.index(self.family) if self.family in ORDER else len(ORDER)
+        return place, self.family if place == len(ORDER) else "", (self.spec.k or 0) if self.spec else self.depth
 
 
 def family(spec: MetricSpec) -> str:
