@@ -99,7 +99,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         work=args.work,
         heavy_sizes=[] if args.no_bm25 else parse_sizes(args.heavy_sizes),
         duel_rounds=args.duel_rounds,
-        metric_lines=parse_sizes(args.metric_lines),
+        scale_lines=parse_sizes(args.metric_lines),
     )
     print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)

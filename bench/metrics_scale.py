@@ -196,6 +196,10 @@ def targets(results: dict) -> list[str]:
         t = r["tools"]
         wall = t["rankscope"]["wall_s"] / t["pytrec_eval"]["wall_s"]
         peak = t["rankscope"]["peak_bytes"] / t["pytrec_eval"]["peak_bytes"]
+        if r["lines"] < 1_000_000:  # below, start-up (numpy's and pyarrow's imports) is most of the time and memory
+            out.append(f"- {size}: five measures {wall:.2f}x pytrec_eval's end-to-end time, peak memory {peak:.2f}x "
+                       f"(the targets are for runs of 1M lines and more)")
+            continue
         out.append(f"- {size}: five measures {wall:.2f}x pytrec_eval's end-to-end time (target <= 1.0): "
                    f"{'met' if wall <= 1.0 else '**not met**'}; peak memory {peak:.2f}x (target <= 1.5): "
                    f"{'met' if peak <= 1.5 else '**not met**'}")

@@ -363,7 +363,7 @@ def machine() -> str:
 
 def run_all(sizes: list[int], first: int, steady: int, repeats: int, repeats_large: int, scifact: bool,
             metrics: bool, metric_questions: int, work: Path, heavy_sizes: list[int] | None = None,
-            duel_rounds: int = DUEL_ROUNDS, metric_lines: list[int] | None = None) -> str:
+            duel_rounds: int = DUEL_ROUNDS, scale_lines: list[int] | None = None) -> str:
     work.mkdir(parents=True, exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M")
     results: dict[str, list[Measured]] = {}
@@ -390,10 +390,10 @@ def run_all(sizes: list[int], first: int, steady: int, repeats: int, repeats_lar
         heavy_duels[label(n)] = duel(data, HEAVY_QUESTIONS, work, duel_rounds)
     metric_lines, metric_data = metric_rows(metric_questions, repeats, work) if metrics else ([], None)
     scale = None
-    if metrics and metric_lines:  # python -m metrics on TREC runs of millions of lines (issue 47)
+    if metrics and scale_lines:  # python -m metrics on TREC runs of millions of lines (issue 47)
         from bench import metrics_scale
 
-        found = metrics_scale.run_scale(metric_lines, repeats, work / "metrics_scale",
+        found = metrics_scale.run_scale(scale_lines, repeats, work / "metrics_scale",
                                         metrics_scale.find_trec_eval(None))
         scale = [*metrics_scale.table(found, repeats), ""], metrics_scale.targets(found)
 
