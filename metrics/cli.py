@@ -1,12 +1,9 @@
 """``python -m metrics QRELS RUN``: trec_eval's command line over rankscope's metrics.
 
-Output is ``measure<TAB>query<TAB>value`` in trec_eval's layout (name left-justified to 22 characters, values
-to 4 decimals, counts as integers, measures in trec_eval's order whatever the order of ``-m``), so it can be
-diffed line for line against trec_eval. A mean is summed as trec_eval sums it, one float added at a time in query
-order (:func:`running_mean`), so that it rounds to the same 4th decimal where the mean sits on an exact half (a job
-sums its means exactly, ``metrics.bootstrap.exact_mean``: the two differ by a unit in the last place at most). A run
-file with no result line is refused, as trec_eval refuses it. One difference is deliberate: a judged query without
-any relevant judgment at the level is left out of the means and named on stderr (trec_eval would score it 0).
+Output is trec_eval's layout, measures in trec_eval's order whatever the order of ``-m``, so it can be diffed line for
+line against trec_eval 10.0 (:mod:`metrics.trec_report` says how each value and mean is made). A run file with no
+result line is refused, as trec_eval refuses it. One difference is deliberate: a judged query without any relevant
+judgment at the level is left out of the means and named on stderr (trec_eval would score it 0).
 """
 
 from __future__ import annotations
@@ -14,145 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from metrics.errors import InputError
-from metrics.spec import MetricSpec, parse_trec_measure, trec_form
-
-if TYPE_CHECKING:  # numpy loads only once there is something to score: --help and usage errors are instant
-    from metrics.chunks import ChunkRun, Chunks
-    from metrics.qrels import Qrels
-    from metrics.run import Run
-    from metrics.spans import Spans
+from metrics.trec_report import COUNTS, NICKNAMES, ORDER, Column, columns, report, running_mean  # noqa: F401
 
 PROG = "python -m metrics"
-COUNTS = ("num_ret", "num_rel", "num_rel_ret")
-SUMMARY_ONLY = ("runid", "num_q")
-# trec_eval prints its measures in this order, whatever the order they were asked for in
-ORDER = ("runid", "num_q", *COUNTS, "map", "Rprec", "bpref", "recip_rank", "P", "recall", "ndcg", "ndcg_cut",
-         "success", "judged", "chunks")  # judged@k is not trec_eval's: printed last, before the measures of chunks
-FAMILY = {"map": "map", "r_precision": "Rprec", "bpref": "bpref", "mrr": "recip_rank", "precision": "P",
-          "recall": "recall", "hit_rate": "success", "judged": "judged"}
-OFFICIAL = ("runid", "num_q", *COUNTS, "map", "Rprec", "bpref", "recip_rank", "P")
-NICKNAMES = {
-    # trec_eval's default set, less the measures rankscope does not compute (gm_map, iprec_at_recall)
-    "official": OFFICIAL,
-    # every trec_eval measure rankscope computes, at trec_eval's default cutoffs
-    "all_trec": (*OFFICIAL, "recall", "ndcg", "ndcg_cut", "success"),
-}
-
-
-@dataclass(frozen=True)
-class Column:
-    """One printed measure: its printed name and, for a metric (not a count), its spec."""
-
-    name: str
-    family: str
-    spec: MetricSpec | None = None
-
-    @property
-    def order(self) -> tuple[int, str, int]:
-        if self.family == "chunks":  # span and budget measures: by measure, then cutoff or budget
-            return ORDER.index(self.family), f"{self.spec.unit}{self.spec.measure}", self.spec.k or 0
-        return ORDER.index(self.family), "", (self.spec.k or 0) if self.spec else 0
-
-
-def columns(texts: Sequence[str]) -> list[Column]:
-    """Parse ``-m`` values (trec_eval names, rankscope names, nicknames) into printed columns, trec_eval's order.
-
-    A trec_eval form prints under its trec_eval name (``P_5``), a rankscope form under its own (``precision@5``).
-    """
-    out: dict[str, Column] = {}
-    for text in [t for raw in texts for t in NICKNAMES.get(raw.strip(), (raw,))]:
-        text = text.strip()
-        if text in ORDER[:5]:
-            out.setdefault(text, Column(text, text))
-            continue
-        try:
-            specs = parse_trec_measure(text)
-        except InputError as err:
-            hint = ""
-            if err.reason.startswith(("unknown", "cannot read metric")):
-                known = [name for name in ORDER if name != "judged"]  # judged@k is rankscope's name, not trec_eval's
-                hint = f"; trec_eval names known: {', '.join(known)}, {', '.join(NICKNAMES)}"
-            raise InputError(f"-m {text}: {err.reason}{hint}") from None
-        trec = trec_form(text) is not None
-        for spec in specs:
-            family = "chunks" if spec.needs_chunks else (
-                FAMILY.get(spec.measure) or ("ndcg" if spec.k is None else "ndcg_cut"))
-            name = spec.trec_name if trec else spec.name
-            out.setdefault(name, Column(name, family, spec))
-    return sorted(out.values(), key=lambda c: c.order)
-
-
-def _line(name: str, query: str, value: object) -> str:
-    shown = f"{value:.4f}" if isinstance(value, float) else str(value)
-    return f"{name:<22}\t{query}\t{shown}"
-
-
-def report(
-    qrels: Qrels, run: Run, cols: Sequence[Column], per_question: bool = False, complete: bool = False, level: int = 1,
-    chunks: ChunkRun | None = None, spans: Spans | None = None, chunking: Chunks | None = None,
-) -> tuple[list[str], list[str]]:
-    """The output lines and the notes for stderr.
-
-    Queries counted: those with a relevant judgment (grade >= ``level``) that are in the run, or all of them
-    with ``complete`` (trec_eval's -c: a judged query missing from the run scores 0). Span and budget measures read
-    ``chunks`` (a job's ``chunks.tsv``), ``spans`` (its ``spans.tsv``) and ``chunking`` (its ``chunking.tsv``).
-    """
-    from metrics.scoring import EvalSettings, score
-
-    if level < 0:
-        raise InputError(f"the relevance level must be 0 or more, not {level}")
-    specs = list(dict.fromkeys(c.spec for c in cols if c.spec is not None))
-    settings = EvalSettings(level=level, missing="zero" if complete else "skip")
-    scores = score(run, qrels, specs, settings, query_ids=qrels.judged_queries(), chunks=chunks, spans=spans,
-                   chunking=chunking)
-    if not scores.query_ids:
-        raise InputError("no query has both results and a relevant judgment" if not complete
-                         else f"no query has a relevant judgment at level {level}")
-    row = {q: i for i, q in enumerate(scores.query_ids)}
-    queries = sorted(row, key=lambda q: str(q).encode())  # trec_eval's order: its query ids compared by strcmp
-    order = [row[q] for q in queries]
-    in_run = set(run.query_ids.tolist())
-    left_out = [q for q in scores.without_judgments if complete or q in in_run]
-    notes = []
-    if left_out:
-        notes.append(f"note: {len(left_out)} judged quer{'y has' if len(left_out) == 1 else 'ies have'} no relevant "
-                     f"judgment at level {level}, left out of the means (trec_eval would score them 0): "
-                     + " ".join(sorted(left_out)))
-
-    def value(col: Column, query: str | None) -> object:
-        """The column's value for one query, or over every query (``None``): a count's sum, a metric's mean."""
-        if col.family == "runid":
-            return run.name
-        if col.family == "num_q":
-            return len(row) if query is None else 1
-        values = scores.counts[col.family] if col.spec is None else scores.values[col.spec.name]
-        if query is not None:
-            values = values[row[query] : row[query] + 1]
-        if col.spec is None:
-            return int(values.sum())
-        return values[0] if query is not None else running_mean(values[order])
-
-    lines = []
-    if per_question:
-        for q in queries:
-            lines.extend(_line(c.name, q, value(c, q)) for c in cols if c.family not in SUMMARY_ONLY)
-    lines.extend(_line(c.name, "all", value(c, None)) for c in cols)
-    return lines, notes
-
-
-def running_mean(values: Sequence[float]) -> float:
-    """The mean as trec_eval computes it: a double added to a running sum one value at a time, in the order given
-    (its query order), then divided by the count. Where the exact mean sits on a half at the 4th decimal (255/60000)
-    the running sum's last bit decides which way it rounds, and trec_eval prints what this gives."""
-    total = 0.0
-    for value in values:
-        total += float(value)
-    return total / len(values) if len(values) else float("nan")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -167,8 +31,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("run", help="results: 'qid Q0 docno rank score tag' lines (ordered by score desc, docno desc)")
     p.add_argument("-m", dest="measures", action="append", metavar="MEASURE",
                    help="trec_eval name (map, recip_rank, P_5, P.5,10, recall.5,100, ndcg_cut, ndcg, success.1,5,10, "
-                        "Rprec, bpref, num_q, num_ret, num_rel, num_rel_ret, runid, 'official', 'all_trec') or "
-                        "rankscope name (ndcg@5, hit_rate@3, mrr, judged@10); repeatable. Default: official")
+                        "Rprec, bpref, gm_map, infAP, iprec_at_recall, 11pt_avg, Rprec_mult, map_cut, relative_P, "
+                        "ndcg_rel, Rndcg, G, binG, utility, set_P, set_recall, set_F, set_map, set_relative_P, rbp, "
+                        "rbp.p=0.8, rbp_resid, unj, relstring, num_q, num_ret, num_rel, num_rel_ret, "
+                        "num_nonrel_judged_ret, runid, 'official', 'set', 'all_trec') or rankscope name (ndcg@5, "
+                        "hit_rate@3, mrr, judged@10, infap, rbp@0.8); repeatable. Default: official")
     p.add_argument("-q", dest="per_question", action="store_true", help="also print each query's values")
     p.add_argument("-c", dest="complete", action="store_true",
                    help="average over every judged query: one missing from the run scores 0")
@@ -185,26 +52,6 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def read_judgments(path: str) -> Qrels:
-    """TREC or BEIR qrels; a BEIR qrels TSV with ``start end`` columns (span judgments) as document judgments, each
-    pair at its best span's grade (the spans themselves: ``--spans``, a job's spans.tsv)."""
-    from metrics.spans import has_span_header, read_beir_spans
-    from metrics.trec import read_qrels
-
-    if Path(path).is_file() and has_span_header(Path(path)):
-        return read_beir_spans(Path(path))[0]
-    return read_qrels(path)
-
-
-def chunk_inputs(args: argparse.Namespace) -> tuple[ChunkRun | None, Spans | None, Chunks | None]:
-    """What ``--chunks``, ``--spans`` and ``--chunking`` name, read (None for a flag not given)."""
-    from metrics.chunks import read_chunk_table, read_chunks
-    from metrics.spans import read_spans
-
-    return (read_chunks(args.chunks) if args.chunks else None, read_spans(args.spans) if args.spans else None,
-            read_chunk_table(args.chunking) if args.chunking else None)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """The command; Ctrl-C (most often while a large run is read) ends it with one line and status 130, not a
     traceback."""
@@ -219,20 +66,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args = parser().parse_args(argv)
     try:
         cols = columns(args.measures or ["official"])
-        from metrics.judged import judged_only
-        from metrics.trec import read_trec_run
-
-        qrels = read_judgments(args.qrels)
-        run = read_trec_run(args.run)
-        if not len(run.query_ids) or not run.lengths.any():
-            raise InputError("the run holds no result line: nothing to evaluate (trec_eval refuses it too)", args.run)
-        if args.max_docs is not None:
-            if args.max_docs < 1:
-                raise InputError(f"-M must be at least 1, not {args.max_docs}")
-            run = run.truncated(args.max_docs)
-        if args.judged_only:
-            run = judged_only(run, qrels)
-        lines, notes = report(qrels, run, cols, args.per_question, args.complete, args.level, *chunk_inputs(args))
+        lines, notes = _evaluate(args, cols)
     except InputError as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2
@@ -247,3 +81,26 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:  # e.g. piped into head
         sys.stderr.close()
     return 0
+
+
+def _evaluate(args: argparse.Namespace, cols: list[Column]) -> tuple[list[str], list[str]]:
+    """Read the judgments, score the run against them, and make the lines to print."""
+    from metrics.trec_report import add_chunk_values, read_judgments, score_files
+
+    if args.level < 0:
+        raise InputError(f"the relevance level must be 0 or more, not {args.level}")
+    if args.max_docs is not None and args.max_docs < 1:
+        raise InputError(f"-M must be at least 1, not {args.max_docs}")
+    qrels = read_judgments(args.qrels, args.run)
+    scored = score_files(qrels, args.run, cols, args.complete, args.level, args.max_docs, args.judged_only)
+    add_chunk_values(scored, qrels, cols, args.level, *chunk_inputs(args))
+    return report(qrels, scored, cols, args.per_question, args.complete, args.level)
+
+
+def chunk_inputs(args: argparse.Namespace) -> tuple:
+    """What ``--chunks``, ``--spans`` and ``--chunking`` name, read (None for a flag not given)."""
+    from metrics.chunks import read_chunk_table, read_chunks
+    from metrics.spans import read_spans
+
+    return (read_chunks(args.chunks) if args.chunks else None, read_spans(args.spans) if args.spans else None,
+            read_chunk_table(args.chunking) if args.chunking else None)

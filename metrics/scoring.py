@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from metrics import ranking
+from metrics import ranking, trec_measures
 from metrics.chunks import ChunkRun, Chunks
 from metrics.errors import InputError
 from metrics.judged import Judged, judge
 from metrics.qrels import Qrels
 from metrics.run import Run
 from metrics.spans import Spans
-from metrics.spec import MetricSpec, parse_metrics
+from metrics.spec import TREC_MEASURES, MetricSpec, parse_metrics
 
 COUNTS = ("num_ret", "num_rel", "num_rel_ret")  # trec_eval's counts, per question
 
@@ -48,7 +48,7 @@ def compute(judged: Judged, metrics: Sequence[MetricSpec], settings: EvalSetting
     rel = judged.relevant(settings.level)
     n_rel = judged.n_relevant(settings.level)
     out: dict[str, np.ndarray] = {}
-    gain = ideal = None
+    gain = ideal = more = None
     for spec in metrics:
         if spec.needs_chunks:  # a ranking of chunks' measure: metrics.context computes it
             continue
@@ -73,6 +73,9 @@ def compute(judged: Judged, metrics: Sequence[MetricSpec], settings: EvalSetting
             if gain is None:
                 gain, ideal = judged.gains(settings.gain)
             out[spec.name] = ranking.ndcg(gain, ideal, spec.k)
+        elif spec.measure in TREC_MEASURES:  # the rest of trec_eval's all_trec (issue 47)
+            more = more or trec_measures.TrecMeasures(judged, settings.level, settings.gain)
+            out[spec.name] = trec_measures.value(more, spec)
         else:  # pragma: no cover - parse_metric rejects unknown measures
             raise ValueError(spec.measure)
     return out

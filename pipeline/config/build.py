@@ -16,7 +16,16 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from metrics.errors import InputError
 from metrics.evaluation import EvalSettings
-from metrics.spec import OMEGA, SPAN_MEASURES, TOKENS, MetricSpec, metrics_at, parse_metric, parse_metrics
+from metrics.spec import (
+    FRACTION_MEASURES,
+    OMEGA,
+    SPAN_MEASURES,
+    TOKENS,
+    MetricSpec,
+    metrics_at,
+    parse_metric,
+    parse_metrics,
+)
 from pipeline.chunking.chunkers import OURS, OwnChunker, Whole
 from pipeline.config import targets
 from pipeline.data.sources import CorpusSource
@@ -205,8 +214,9 @@ class MetricPlan:
 
 def follow_cutoffs(spec: MetricSpec, ks: list[int]) -> MetricSpec:
     """``show`` and ``primary`` follow ``metrics.k``: a cutoff the plan does not compute becomes the nearest one it
-    does (the larger of two as near), so ``metrics.k=[10]`` shows ``ndcg@10``, not ``ndcg@5``."""
-    if spec.k is None or spec.unit or spec.k in ks or not ks:
+    does (the larger of two as near), so ``metrics.k=[10]`` shows ``ndcg@10``, not ``ndcg@5``. A fraction
+    (``iprec_at_recall@0.10``, ``rbp@0.80``) or a token budget (``recall@512tok``) is not a cutoff: kept as it is."""
+    if spec.k is None or spec.unit or spec.k in ks or not ks or spec.measure in FRACTION_MEASURES:
         return spec
     return MetricSpec(spec.measure, min(ks, key=lambda k: (abs(k - spec.k), -k)))
 

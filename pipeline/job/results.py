@@ -11,7 +11,7 @@ import pandas as pd
 
 from metrics.bootstrap import Interval, bootstrap_ci
 from metrics.errors import InputError, Note
-from metrics.evaluation import Evaluation, evaluate
+from metrics.evaluation import Evaluation, evaluate, figure
 from metrics.judged import judged_only
 from metrics.run import PAD, Run
 from pipeline.common import commands, progress
@@ -201,15 +201,15 @@ def nothing_judged_line(result: JobResult, run_id: str | None) -> str:
 
 
 def bootstrap(evaluation: Evaluation, plan: MetricPlan) -> dict[str, Interval]:
-    """Each metric's mean with its bootstrap interval over questions (one set of resamples for every metric); none
-    when no question was scored."""
+    """Each metric's mean with its bootstrap interval over questions (one set of resamples for every metric; gm_map's
+    and gm_bpref's geometric: :func:`metrics.evaluation.figure`); none when no question was scored."""
     if evaluation.per_question.empty:
         return {}
     names = [s.name for s in plan.specs]
     values = evaluation.per_question[names].to_numpy(dtype=np.float64)
     with progress.ticker(plan.resamples, "bootstrap", "resample", unit_scale=True) as tick:
         found = bootstrap_ci(values, plan.resamples, plan.seed, plan.confidence, plan.method, progress=tick)
-    return dict(zip(names, found))
+    return {spec.name: figure(spec, interval) for spec, interval in zip(plan.specs, found)}
 
 
 def per_question_table(collection: Collection, run: Run, evaluation: Evaluation) -> pd.DataFrame:

@@ -8,7 +8,16 @@ from typing import Any, Protocol
 import pandas as pd
 
 from metrics.bootstrap import Interval
-from pipeline.analysis.summary import JUDGED, JUDGED_FLOOR, LISTED_IN_LABEL, SweepSummary, group_label, thinly_judged
+from pipeline.analysis.summary import (
+    JUDGED,
+    JUDGED_FLOOR,
+    LISTED_IN_LABEL,
+    RBP,
+    RBP_RESIDUAL,
+    SweepSummary,
+    group_label,
+    thinly_judged,
+)
 from pipeline.chunking.chunked import SHOWN_STATS
 from pipeline.common import commands
 from pipeline.common.names import HOUSEKEEPING, INDEX_MB_METRIC, JUDGE_SHEET, RUN_FILE
@@ -50,17 +59,44 @@ def job_text(result: Measured) -> str:
     judged = result.intervals.get(JUDGED.name)
     if judged is not None and thinly_judged(judged.mean):
         only_relevant = not (result.collection.qrels.grades < result.plan.settings.level).any()
-        table += "\n" + judged_warning(result.system, judged.mean, only_relevant)
+        table += "\n" + judged_warning(result.system, judged.mean, only_relevant, job_rbp(result))
     return f"{head}\n{table}"
 
 
-def judged_warning(system: str, judged: float, only_relevant: bool = False) -> str:
-    """The warning for a system whose judged@10 is below the floor: its nDCG (and recall, MAP) undercount.
-    ``only_relevant``: the judgments list only relevant documents (BEIR's usually do)."""
+def job_rbp(result: Measured) -> tuple[float, float] | None:
+    """A job's rbp and its residual: the figures it measured, or, when it did not ask for them, measured now from
+    its ranking (over the questions it scored)."""
+    if RBP.name in result.intervals and RBP_RESIDUAL.name in result.intervals:
+        return result.intervals[RBP.name].mean, result.intervals[RBP_RESIDUAL.name].mean
+    run = getattr(result, "run", None)
+    if run is None or result.evaluation.per_question.empty:
+        return None
+    from metrics.evaluation import evaluate
+
+    found = evaluate(run, result.collection.qrels, [RBP, RBP_RESIDUAL], result.plan.settings,
+                     query_ids=list(result.evaluation.per_question.index)).means()
+    return float(found[RBP.name]), float(found[RBP_RESIDUAL.name])
+
+
+def judged_warning(system: str, judged: float, only_relevant: bool = False,
+                   rbp: tuple[float, float] | None = None) -> str:
+    """The warning for a system whose judged@10 is below the floor: its nDCG (and recall, MAP) undercount; its rbp
+    and residual (``rbp``), when known, bound what the unjudged documents could change. ``only_relevant``: the
+    judgments list only relevant documents (BEIR's usually do)."""
     text = (f"warning: {system}: judged@10 is {judged:.3f} (below {JUDGED_FLOOR}): {1 - judged:.0%} of its top 10 "
             f"was never judged, and nDCG, recall and MAP count every unjudged document as not relevant, so they "
             f"undercount it")
-    return text + judged_advice(only_relevant)
+    return text + rbp_clause(rbp) + judged_advice(only_relevant)
+
+
+def rbp_clause(rbp: tuple[float, float] | None) -> str:
+    """What rbp says of a thinly judged system: its value, and how much higher its unjudged documents could take it
+    (rbp's residual, trec_eval's rbp_resid)."""
+    if rbp is None:
+        return ""
+    value, residual = rbp
+    return (f"; its rbp is {value:.3f}, and at most {residual:.3f} higher ({value + residual:.3f}) were every unjudged "
+            f"document relevant (rbp's residual)")
 
 
 def judged_advice(only_relevant: bool) -> str:
@@ -87,11 +123,15 @@ def judged_warnings(summary: SweepSummary) -> str:
     thin = summary.thinly_judged()
     kinds = {only_relevant for _, only_relevant in thin.values()}
     if len(thin) < 2 or len(kinds) > 1:
-        return "\n".join(judged_warning(system, *found) for system, found in thin.items())
+        return "\n".join(judged_warning(system, *found, summary.rbp(system)) for system, found in thin.items())
     most = max(judged for judged, _ in thin.values())
+    bounds = {system: summary.rbp(system) for system in thin}
+    rbp = ("; rbp, and at most how much higher were every unjudged document relevant (its residual): "
+           + ", ".join(f"{system} {value:.3f} + {residual:.3f}" for system, (value, residual) in bounds.items())
+           if all(bounds.values()) else "")
     return (f"warning: judged@10 is below {JUDGED_FLOOR} for {thin_systems(thin, len(summary.finished))}: at least "
             f"{1 - most:.0%} of each one's top 10 was never judged, and nDCG, recall and MAP count every unjudged "
-            f"document as not relevant, so they undercount them" + judged_advice(kinds.pop()))
+            f"document as not relevant, so they undercount them" + rbp + judged_advice(kinds.pop()))
 
 
 def sweep_text(summary: SweepSummary, title: str) -> str:
