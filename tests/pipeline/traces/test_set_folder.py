@@ -205,6 +205,44 @@ def test_personal_data_is_masked_and_near_duplicates_folded(folder, capsys):
     assert "4111" not in (folder / "private" / QUESTION_SET_FILE).read_text() + out.out
 
 
+SECRETS_ASKED = {  # keys users paste into questions, in shapes masking once let through
+    "sk-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN": "a letters-only OpenAI key",
+    "sk_live_51HabcdEFGHijklMNOPqrstUVWXyz0123456789abcdefGHIJ": "a Stripe secret key",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJib2IifQ.c2lnbmF0dXJlLW9mLWJvYg": "a JSON Web Token",
+}
+
+
+def test_keys_pasted_into_questions_reach_neither_the_set_nor_its_mlflow_record(folder, capsys, tmp_path):
+    from tests.pipeline.traces.rag_app import RagApp
+
+    c = helpdesk()
+    asked = [f"why does my key {key} fail?" for key in SECRETS_ASKED]
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    try:
+        mlflow.set_experiment("rag-keys")
+        RagApp(c.doc_ids, c.doc_texts, "v3").run(asked)
+        mlflow.flush_trace_async_logging()
+    finally:
+        mlflow.set_tracking_uri(None)
+    capsys.readouterr()
+    status = questions(["from-traces", str(folder / "keys"), "--experiment", "rag-keys", "--tracking-uri", uri])
+    out = capsys.readouterr()
+    assert status == 0, out.err
+    texts = [json.loads(line)["text"] for line in (folder / "keys" / QUESTIONS_FILE).read_text().splitlines()]
+    assert texts == ["why does my key *** fail?"] and "masked: 3 secret" in out.out
+    client = MlflowClient(uri)
+    (recorded,) = client.search_runs([client.get_experiment_by_name("rankscope questions").experiment_id],
+                                     "params.experiment = 'rag-keys'")
+    artifacts = Path(client.download_artifacts(recorded.info.run_id, "", str(tmp_path / "artifacts")))
+    written = [*(folder / "keys").rglob("*"), *artifacts.rglob("*")]
+    assert any(p.name == QUESTIONS_FILE for p in artifacts.rglob("*"))
+    for path in (p for p in written if p.is_file()):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        leaked = [what for key, what in SECRETS_ASKED.items() if key in text or key[8:30] in text]
+        assert not leaked, f"{path}: {leaked}"
+
+
 @pytest.mark.parametrize("args, says", [
     (["--experiment", "nope"], "rankscope questions: experiment 'nope' does not exist in sqlite:///"),
     (["--experiment", "rag-app", "--since", "2099-01-01"],
