@@ -58,6 +58,8 @@ def push_round(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPo
                texts: dict[tuple[str, str], tuple[str, str]]) -> str:
     """Push the tied pairs not in the round's project yet (made if new); remember the round in the pool; what to
     say."""
+    if annotations.empty:
+        raise InputError(f"no pair of the pool in {saved.folder} is graded yet: nothing to adjudicate")
     tied = tied_pairs(annotations, settings.rule)
     if tied.empty:
         return (f"No pair is left tied by the {settings.rule} rule ({len(annotations)} grade(s) of "

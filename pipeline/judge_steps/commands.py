@@ -8,7 +8,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from metrics.errors import InputError
 from pipeline.common.names import QRELS_TREC
 from pipeline.judge_steps.adjudication import command_for, push_round, read_round, refuse_open, texts_of
 from pipeline.judge_steps.assessors import Assessors, pool_folder, read_grades
@@ -109,8 +108,6 @@ def adjudicate(args: argparse.Namespace, base: Path) -> int:
     sheets = [Path(s) for s in sources if s != LABEL_STUDIO]
     saved = load_pool(pool_folder(args, settings, base, sheets))
     annotations = read_grades(args, settings, saved, sources, sheets)
-    if annotations.empty:
-        raise InputError(f"no pair of the pool in {saved.folder} is graded yet: nothing to adjudicate")
     print(push_round(args, settings, saved, annotations, texts_of(args, settings, saved, sources, sheets)))
     return 0
 
