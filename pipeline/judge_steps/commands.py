@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 from pipeline.common.names import QRELS_TREC
 from pipeline.judge_steps.adjudication import command_for, push_round, read_round, refuse_open, texts_of
 from pipeline.judge_steps.assessors import Assessors, pool_folder, read_grades
 from pipeline.judge_steps.changes_report import changes_text
 from pipeline.judge_steps.gates_again import gates_again
-from pipeline.judge_steps.pooling import load_pool, make_pools, pool_text, save_pool
+from pipeline.judge_steps.pooling import SavedPool, load_pool, make_pools, pool_text, save_pool
 from pipeline.judge_steps.pulling import build_version, check_agreement, log_version, version_text, write_version
 from pipeline.judge_steps.rescored_log import log_rescoring
 from pipeline.judge_steps.rescoring import Outcome, rescore_run, what_changed
@@ -71,12 +74,28 @@ def pool(args: argparse.Namespace, base: Path) -> int:
 # -- pull -------------------------------------------------------------------------------------------------------
 
 
-def pull(args: argparse.Namespace, base: Path) -> int:
+@dataclass
+class Graded:
+    """What pull and adjudicate read first: the settings, where the grades come from, the pool, the grades."""
+
+    settings: JudgeSettings
+    sources: list[str]
+    sheets: list[Path]
+    saved: SavedPool
+    annotations: pd.DataFrame
+
+
+def _graded(args: argparse.Namespace, base: Path) -> Graded:
     settings = _settings(args)
     sources = args.sources or [LABEL_STUDIO]
     sheets = [Path(s) for s in sources if s != LABEL_STUDIO]
     saved = load_pool(pool_folder(args, settings, base, sheets))
-    annotations = read_grades(args, settings, saved, sources, sheets)
+    return Graded(settings, sources, sheets, saved, read_grades(args, settings, saved, sources, sheets))
+
+
+def pull(args: argparse.Namespace, base: Path) -> int:
+    graded = _graded(args, base)
+    settings, sheets, saved, annotations = graded.settings, graded.sheets, graded.saved, graded.annotations
     adjudications = read_round(settings, saved, args.url)
     pulled = build_version(saved, annotations, settings.grades, settings.rule, args.override, settings.ties,
                            adjudications)
@@ -103,12 +122,9 @@ def pull(args: argparse.Namespace, base: Path) -> int:
 
 
 def adjudicate(args: argparse.Namespace, base: Path) -> int:
-    settings = _settings(args)
-    sources = args.sources or [LABEL_STUDIO]
-    sheets = [Path(s) for s in sources if s != LABEL_STUDIO]
-    saved = load_pool(pool_folder(args, settings, base, sheets))
-    annotations = read_grades(args, settings, saved, sources, sheets)
-    print(push_round(args, settings, saved, annotations, texts_of(args, settings, saved, sources, sheets)))
+    g = _graded(args, base)
+    print(push_round(args, g.settings, g.saved, g.annotations, texts_of(args, g.settings, g.saved, g.sources,
+                                                                        g.sheets)))
     return 0
 
 
