@@ -28,7 +28,7 @@ from pipeline.common.names import (
 )
 from pipeline.judge_steps.adjudication import settled
 from pipeline.judge_steps.pooling import SavedPool
-from pipeline.judging_maths.agreement import KEY, LOWER, MAJORITY, Agreement, agreement, merge
+from pipeline.judging_maths.agreement import ADJUDICATED, KEY, LOWER, MAJORITY, Agreement, agreement, merge
 from pipeline.judging_maths.scale import Scale
 from pipeline.judging_maths.versions import Version, beir_text, frame, next_version, trec_text
 from pipeline.tracking import judgments as tracked
@@ -133,14 +133,15 @@ def version_text(pulled: Pulled, saved: SavedPool) -> str:
 
 
 def _ties_line(pulled: Pulled) -> str:
-    tied, settled = pulled.tied, pulled.adjudicated
+    """How the pairs the rule left tied were settled."""
+    tied, by_person = pulled.tied, pulled.adjudicated
     if not tied:
         return "no pair left tied"
-    by_rule = tied - settled
-    said = [f"{settled} settled by adjudication"] if settled else []
+    by_rule = tied - by_person
+    said = [f"{by_person} settled by adjudication"] if by_person else []
     if by_rule:
-        said.append(f"{by_rule} to the {pulled.ties} grade" if pulled.ties != "adjudicated" else
-                    f"{by_rule} waiting for adjudication")
+        said.append(f"{by_rule} waiting for adjudication" if pulled.ties == ADJUDICATED else
+                    f"{by_rule} to the {pulled.ties} grade")
     return f"{tied} pair(s) left tied: {', '.join(said)}"
 
 
