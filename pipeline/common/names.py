@@ -165,6 +165,7 @@ QRELS_BEIR = "qrels.tsv"  # ... and as BEIR's qrels TSV
 ANNOTATIONS_FILE = "annotations.csv"  # every assessor's grade, before merging
 CONTRADICTIONS_FILE = "contradictions.csv"  # new grades that contradict the parent version's
 DISAGREEMENTS_FILE = "disagreements.csv"  # pairs assessors graded differently
+ADJUDICATIONS_FILE = "adjudications.csv"  # an adjudication round's grades, each settling a tie
 VERSION_TEXT = "version.txt"  # what pull said of the version: counts, agreement, contradictions
 CHANGES_TEXT = "judgments.txt"  # what re-scoring changed: the report's "Judgments" section
 CHANGES_TABLE = "judgments.csv"
