@@ -110,6 +110,11 @@ class Retriever(ABC):
         is logged to that store); ``(None, [])`` for a retriever that ranks by itself."""
         return None, []
 
+    def question_tags(self) -> dict[str, dict[str, str]]:
+        """What the retriever read for each question beyond its text, by question id (the tags of the trace a traced
+        application answered it in): fields ``metrics.slices`` may slice by. Asked after ranking; none by default."""
+        return {}
+
     def index_bytes(self) -> int | None:
         """How many bytes the index holds in memory (its arrays), for a job's record; a fusion's is its components';
         None when it cannot tell (a user's engine, a service)."""

@@ -97,6 +97,7 @@ REPORT_FILE = "report.html"
 SUMMARY_MARKDOWN = "summary.md"  # the report's summary tables as Markdown
 SUMMARY_LATEX = "summary.tex"  # ... and as LaTeX (booktabs), as ranx's to_latex makes them
 PAIRS_FILE = "pairs.csv"  # every pair of systems on every shown metric: difference, interval, p, Holm p
+SLICES_FILE = "slices.csv"  # metrics.slices: every figure by slice (a job's means; a sweep's, with its differences)
 DIAGNOSIS_DIR = "diagnosis"  # each system's failing questions, one CSV per system, linked from the report
 GATE_FILE = "gate.txt"
 SCHEDULE_FILE = "scheduled.txt"
@@ -169,4 +170,9 @@ ADJUDICATIONS_FILE = "adjudications.csv"  # an adjudication round's grades, each
 VERSION_TEXT = "version.txt"  # what pull said of the version: counts, agreement, contradictions
 CHANGES_TEXT = "judgments.txt"  # what re-scoring changed: the report's "Judgments" section
 CHANGES_TABLE = "judgments.csv"
+# -- slices of the questions (metrics.slices, docs/slices.md) ---------------------------------------------------------
+SLICE_COLUMN = "slice:"  # a per-question table's column of the slice each question is in: 'slice:team'
+SLICE_PREFIX = "slice/"  # a job's MLflow metric of its primary metric in one slice: 'slice/team/billing/ndcg_at_5'
+TAG_COMPARE_SLICE = "rankscope.compare.slice"  # a comparison of one slice's questions: 'team=billing'
+
 CONDENSED = "condensed"  # metrics.judged_only: condensed-list figures, logged as condensed/<key>, never mixed

@@ -196,6 +196,7 @@ class MetricPlan:
     confidence: float = 0.95
     method: str = "percentile"
     judged_only: bool = False  # also score condensed lists (Sakai's): unjudged documents removed, as trec_eval -J
+    slices: tuple[str, ...] = ()  # question fields every figure is also given by slice of (docs/slices.md)
 
     @property
     def reads_chunks(self) -> bool:
@@ -242,7 +243,18 @@ def metric_plan(metrics: DictConfig | Mapping[str, Any]) -> MetricPlan:
     method = boot["method"]
     return MetricPlan(specs, show, primary, settings, int(boot["resamples"]), int(boot["seed"]),
                       float(boot["confidence"]), getattr(method, "value", method),
-                      bool(metrics.get("judged_only", False)))
+                      bool(metrics.get("judged_only", False)), slice_names(metrics.get("slices") or []))
+
+
+def slice_names(names: Any) -> tuple[str, ...]:
+    """``metrics.slices``: question fields by name, each once (whether the data has them is the job's to say)."""
+    found = [str(n).strip() for n in names]
+    if any(not n for n in found):
+        raise InputError(f"metrics.slices: a name is empty in {found} (e.g. metrics.slices=[team,question_length])")
+    repeated = sorted({n for n in found if found.count(n) > 1})
+    if repeated:
+        raise InputError(f"metrics.slices: {', '.join(repeated)} named twice")
+    return tuple(found)
 
 
 def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:

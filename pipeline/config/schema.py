@@ -59,6 +59,7 @@ class MetricsConfig:
     budgets: list[int] = field(default_factory=list)  # token budgets (recall@512tok ...): docs/chunking.md
     budget_measures: list[str] = field(default_factory=lambda: ["recall", "hit_rate", "ndcg", "span_recall"])
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
+    slices: list[str] = field(default_factory=list)  # question fields to slice every figure by: docs/slices.md
 
 
 @dataclass
@@ -111,6 +112,8 @@ class GateConfig:
     seed: int = 0
     adopt_first: bool = True  # no baseline yet: the candidate becomes the baseline and the gate passes
     allow_different_corpus: bool = False
+    slice_tolerance: float | None = None  # also fail when a slice (metrics.slices) drops by more: docs/slices.md
+    slices: list[str] = field(default_factory=list)  # the slicings slice_tolerance checks (empty: every one)
 
 
 @dataclass

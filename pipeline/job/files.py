@@ -1,6 +1,6 @@
 """The files a job writes into its folder: the resolved config (secrets masked), the per-question CSV, the TREC run,
-the metric means, the notes and what the retriever keeps. The slow ones are made by picklable functions, so that
-another process can write them."""
+the metric means, the notes, what the retriever keeps and the figures by slice (``slices.csv``). The slow ones are
+made by picklable functions, so that another process can write them."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from pipeline.common.names import (
     NOTES_FILE,
     PER_QUESTION_FILE,
     RUN_FILE,
+    SLICES_FILE,
     SPANS_FILE,
 )
 from pipeline.common.redact import redact_text, redact_tree
@@ -30,8 +31,9 @@ from pipeline.job.results import JobResult
 
 def write_results(result: JobResult, out_dir: Path) -> list[Path]:
     """The job's files: resolved config (secrets masked), per-question CSV, TREC run, metric means; the notes, one
-    line per kind, when there are any; the files the retriever keeps (``traces.csv``). Only the notes and the
-    retriever's files are written here: the caller hands the others to another process (:func:`files_beside`)."""
+    line per kind, when there are any; the files the retriever keeps (``traces.csv``); the figures by slice. Only
+    the notes, the retriever's files and the slices are written here: the caller hands the others to another
+    process (:func:`files_beside`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / CONFIG_FILE, out_dir / PER_QUESTION_FILE, out_dir / RUN_FILE, out_dir / MEANS_FILE]
     if (chunked := result.chunked) is not None:
@@ -43,6 +45,9 @@ def write_results(result: JobResult, out_dir: Path) -> list[Path]:
     for name, content in result.kept.items():
         files.append(out_dir / name)
         files[-1].write_bytes(content)
+    if result.slices is not None:  # metrics.slices: every metric by slice, with the questions in each
+        files.append(out_dir / SLICES_FILE)
+        files[-1].write_text(redact_text(result.slices.drop(columns="system").to_csv(index=False)), encoding="utf-8")
     return files
 
 

@@ -12,8 +12,7 @@ import pandas as pd
 from metrics.bootstrap import Interval, bootstrap_ci
 from metrics.errors import InputError, Note
 from metrics.evaluation import Evaluation, evaluate, figure
-from metrics.judged import judged_only
-from metrics.run import PAD, Run
+from metrics.run import Run
 from pipeline.common import commands, progress
 from pipeline.common.names import (
     CONDENSED,
@@ -31,13 +30,20 @@ from pipeline.common.names import (
 )
 from pipeline.config.build import MetricPlan
 from pipeline.data.collection import Collection
+from pipeline.job.table import (
+    condensed_column,
+    per_question_table,
+    question_slices,
+    score_condensed,
+    slice_figures,
+    slice_metrics,
+)
 from pipeline.reports.text import job_text
 from retrievers import Retriever
 
 if TYPE_CHECKING:
     from pipeline.job.indexed import Chunked
 
-TOP_SHOWN = 3  # top document ids kept per question in the per-question table
 IDS_SHOWN = 5  # ids a merged note keeps
 OWN_NOTE = "retriever"  # the kind of a note that is a plain line (a user's own retriever's notes())
 
@@ -62,16 +68,23 @@ class JobResult:
     rankings_from: str | None = None  # where the rankings came from, when the retriever read them (Retriever.source)
     kept: dict[str, bytes] = field(default_factory=dict)  # files the retriever keeps beside the run (Retriever.files)
     chunked: Chunked | None = None  # a job that ranks chunks, or scores span or budget measures
+    slices: pd.DataFrame | None = None  # metrics.slices: every metric by slice (pipeline.job.table.slice_figures)
 
     @classmethod
     def of(cls, system: str, collection: Collection, retriever: Retriever, run: Run, evaluation: Evaluation,
            plan: MetricPlan, intervals: dict[str, Interval], seconds: dict[str, float],
            extra: dict[str, float]) -> JobResult:
-        """A job's result, its per-question table and its notes (what loading and ranking dropped) included."""
-        return cls(system, collection, retriever, run, evaluation, plan, intervals,
-                   per_question_table(collection, run, evaluation), seconds, extra,
-                   [*collection.notes, *retriever.notes()], rankings_from=retriever.source(),
-                   kept=retriever.files())
+        """A job's result, its per-question table (with the slice each question is in, ``metrics.slices``), its
+        figures by slice and its notes (what loading and ranking dropped, how the slices were made) included."""
+        ids = evaluation.per_question.index.tolist()
+        slices, said = question_slices(collection, ids, plan.slices, retriever.question_tags() if plan.slices else {})
+        table = per_question_table(collection, run, evaluation, slices)
+        found = cls(system, collection, retriever, run, evaluation, plan, intervals, table, seconds, extra,
+                    [*collection.notes, *retriever.notes(), *said], rankings_from=retriever.source(),
+                    kept=retriever.files())
+        if plan.slices and intervals:
+            found.slices = slice_figures(table, plan)
+        return found
 
     def add_chunks(self, chunked: Chunked) -> None:
         """What the job ranked chunks with and kept of them; a chunking's figures become ``system/`` metrics (chunks,
@@ -123,6 +136,8 @@ class JobResult:
         out.update({f"{TIME_PREFIX}{stage}_s": round(s, 4) for stage, s in self.seconds.items()})
         out.update({f"{NOTES_PREFIX}{note.kind}": note.count for note in self.note_lines()})
         out.update(self.extra_metrics)
+        if self.slices is not None:
+            out.update(slice_metrics(self.slices, self.plan))
         return out
 
     def note_lines(self) -> list[Note]:
@@ -143,19 +158,6 @@ def condensed_key(key: str) -> str:
     """The MLflow name of a metric scored on condensed lists: ``condensed/ndcg_at_10`` (a section of its own in the
     UI's charts, never beside the standard ``ndcg_at_10``)."""
     return f"{CONDENSED}/{key}"
-
-
-def condensed_column(name: str) -> str:
-    """The per-question table's column of a metric scored on condensed lists: ``ndcg@10 (condensed)``, which no
-    comparison or gate takes for a metric."""
-    return f"{name} ({CONDENSED})"
-
-
-def score_condensed(run: Run, collection: Collection, plan: MetricPlan) -> Evaluation:
-    """Every metric of the plan on condensed lists: each ranking with its unjudged documents removed (Sakai 2007;
-    trec_eval -J, python -m metrics -J), over the same questions."""
-    return evaluate(judged_only(run, collection.qrels), collection.qrels, plan.specs, plan.settings,
-                    query_ids=collection.query_ids)
 
 
 def merged_notes(notes: list[str]) -> list[Note]:
@@ -210,32 +212,6 @@ def bootstrap(evaluation: Evaluation, plan: MetricPlan) -> dict[str, Interval]:
     with progress.ticker(plan.resamples, "bootstrap", "resample", unit_scale=True) as tick:
         found = bootstrap_ci(values, plan.resamples, plan.seed, plan.confidence, plan.method, progress=tick)
     return {spec.name: figure(spec, interval) for spec, interval in zip(plan.specs, found)}
-
-
-def per_question_table(collection: Collection, run: Run, evaluation: Evaluation) -> pd.DataFrame:
-    """One row per evaluated question: id, text, every metric, rank of the first relevant document (empty
-    when none was retrieved), how many documents were retrieved and the top document ids."""
-    per_question = evaluation.per_question
-    ids = per_question.index.tolist()
-    texts = dict(zip(collection.query_ids, collection.query_texts))
-    rows = pd.Index(run.query_ids).get_indexer(ids) if len(run.query_ids) else np.full(len(ids), -1)
-    shown = run.docs[:, :TOP_SHOWN] if len(run.query_ids) else np.zeros((0, 0), dtype=np.int64)
-    tops, lengths = [], []
-    for row in rows:
-        if row < 0:
-            tops.append("")
-            lengths.append(0)
-            continue
-        docs = shown[row]
-        tops.append(" ".join(str(run.doc_ids[d]) for d in docs[docs != PAD]))
-        lengths.append(int(run.lengths[row]))
-    first = evaluation.first_relevant_rank.reindex(ids).to_numpy()
-    columns: dict[str, object] = {"query_id": ids, "question": [texts.get(q, "") for q in ids]}
-    columns.update({column: per_question[column].to_numpy() for column in per_question.columns})
-    columns["first_relevant_rank"] = pd.Series(first, dtype="Int64").where(lambda r: r > 0).to_numpy()  # 0: none
-    columns["retrieved"] = lengths
-    columns[f"top_{TOP_SHOWN}"] = tops
-    return pd.DataFrame(columns)  # made at once: a column added at a time was 5 ms of a job
 
 
 def first_columns(table: pd.DataFrame, primary: str) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from pipeline.analysis.summary import (
 )
 from pipeline.chunking.chunked import SHOWN_STATS
 from pipeline.common import commands
-from pipeline.common.names import HOUSEKEEPING, INDEX_MB_METRIC, JUDGE_SHEET, RUN_FILE
+from pipeline.common.names import HOUSEKEEPING, INDEX_MB_METRIC, JUDGE_SHEET, RUN_FILE, SLICES_FILE
 
 MAX_RANK_ROWS = 30  # beyond this many questions, the rank table shows only those some system misses
 
@@ -60,6 +60,11 @@ def job_text(result: Measured) -> str:
     if judged is not None and thinly_judged(judged.mean):
         only_relevant = not (result.collection.qrels.grades < result.plan.settings.level).any()
         table += "\n" + judged_warning(result.system, judged.mean, only_relevant, job_rbp(result))
+    slices = getattr(result, "slices", None)
+    if slices is not None and not slices.empty:  # metrics.slices
+        from pipeline.reports.slice_text import job_slices_text  # it imports this module's format_table
+
+        table += "\n\n" + job_slices_text(slices, result.plan.primary.name, result.plan.confidence, SLICES_FILE)
     return f"{head}\n{table}"
 
 

@@ -270,6 +270,12 @@ class TracedRetriever(Retriever):
             writer.writerow([trace_id, shown_time(when), status, qid, span_id, count])
         return {TRACES_FILE: out.getvalue().encode("utf-8")}
 
+    def question_tags(self) -> dict[str, dict[str, str]]:
+        """Each answered question's trace tags (``app_version`` ...; MLflow's own ``mlflow.*`` left out): what
+        ``metrics.slices`` may slice by."""
+        return {qid: {k: v for k, v in self._answers[i].tags.items() if not k.startswith("mlflow.")}
+                for i, (status, qid) in self._status.items() if status == USED}
+
     def traces(self) -> tuple[str | None, list[str]]:
         """The store of the traces and the ids of those whose rankings the run holds."""
         return str(self.tracking_uri), [self._answers[i].trace_id for i, (status, _) in sorted(self._status.items())

@@ -15,7 +15,7 @@ from metrics.spec import MetricSpec
 from pipeline.analysis.diagnosis import DiagnosisSettings, add_columns, diagnose
 from pipeline.analysis.summary import SystemRun
 from pipeline.data.collection import Collection
-from pipeline.job.results import per_question_table
+from pipeline.job.table import per_question_table
 
 # The params a help-desk job logs (its flattened config), as MLflow returns them: strings.
 HELPDESK_PARAMS = {

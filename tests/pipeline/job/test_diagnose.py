@@ -30,7 +30,7 @@ from pipeline.common.names import FAILURES_PREFIX as FAILURES
 from pipeline.config.build import metric_plan
 from pipeline.config.plan import diagnosis_settings, histogram_metric
 from pipeline.job.diagnose import JobDiagnosis
-from pipeline.job.results import per_question_table
+from pipeline.job.table import per_question_table
 from tests.pipeline.config.test_config import composed
 
 SYSTEMS = ["BM25", "LSA", "weighted", "RRF"]

@@ -1,0 +1,109 @@
+"""The figures by slice of the questions as terminal text: a job's primary metric per slice, and one compact table of
+every system per slice against a reference (a sweep's top system, a comparison's baseline) with the lines that say
+what the table cannot: reversals, slices too small to test, how the slices were assigned."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pandas as pd
+
+from metrics.comparison import BETTER, WORSE
+from pipeline.analysis.slices import ALL, SliceReport
+from pipeline.reports.text import format_table
+
+MAX_SYSTEMS = 6  # systems a table shows beside the reference; the others are in slices.csv
+WORDS = {BETTER: "better", WORSE: "worse"}
+
+
+def slice_name(name: str, label: str) -> str:
+    """``team=billing``; ``all questions`` for the row over all of them."""
+    return "all questions" if name == ALL else f"{name}={label}"
+
+
+def job_slices_text(figures: pd.DataFrame, primary: str, confidence: float, file: str) -> str:
+    """A job's primary metric per slice: the questions in it, the mean and its interval."""
+    rows = [("slice", "questions", "mean", f"{confidence:.0%} interval")]
+    for r in figures[figures["metric"] == primary].itertuples(index=False):
+        rows.append((slice_name(r.slicing, r.slice), str(r.questions), f"{r.mean:.3f}",
+                     f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"))
+    return f"{primary} by slice (every metric in {file})\n" + format_table(rows, "lrrl")
+
+
+def _cell(report: SliceReport, name: str, label: str, system: str) -> tuple[str, str]:
+    """A system's mean in a slice, and its difference against the reference with its marks."""
+    m = report.means
+    mean = m[(m["slicing"] == name) & (m["slice"] == label) & (m["system"] == system) & (m["metric"] == report.primary)]
+    shown = f"{mean['mean'].iloc[0]:.3f}" if len(mean) else "--"
+    if system == report.reference:
+        return shown, ""
+    d = report.differences
+    row = d[(d["slicing"] == name) & (d["slice"] == label) & (d["system"] == system) & (d["metric"] == report.primary)]
+    if row.empty:
+        return shown, ""
+    r = row.iloc[0]
+    marks = ("*" if r.verdict in WORDS else "") + ("?" if name != ALL and r.detects_overall is False else "")
+    return shown, f"{r.difference:+.3f}{marks}"
+
+
+def slices_table(report: SliceReport, label: Callable[[str], str] = str, what: str = "the top system") -> str:
+    """The compact table: a row per slice (all questions first), the reference's mean, each other system's mean
+    and difference against it, the slice's detectable difference; then the reversals, the slices too small to
+    test, and the notes."""
+    primary, level = report.primary, f"{report.confidence:.0%}"
+    shown = report.systems[: MAX_SYSTEMS + 1]
+    tested = report.differences
+    tested = tested[tested["tested"] & (tested["metric"] == primary)]
+    reference = label(report.reference)
+    head = [f"By slice: {primary} of each system, and each one's difference against {reference} ({what})"]
+    if len(report.systems) > 1:
+        head.append(f"(* significant: its paired {level} interval excludes zero and its randomisation-test p-value, "
+                    f"Holm-adjusted over the {len(tested)} tested slice x system cells, is below "
+                    f"{1 - report.confidence:.2g}; ? the slice cannot detect the system's overall difference: its "
+                    f"MDE is larger; MDE: the difference the slice detects at {report.power:.0%} power, median over "
+                    f"the systems)")
+    columns = ["slice", "n", reference, *[label(s) for s in shown[1:]]]
+    aligns = "lrr" + "l" * (len(shown) - 1)
+    if len(report.systems) > 1:
+        columns.append("MDE")
+        aligns += "l"
+    rows = [tuple(columns)]
+    total = int(report.means[report.means["slicing"] == ALL]["questions"].max())
+    for name, label_ in [(ALL, ALL), *[(n, s) for n, slices in report.slicings.items() for s in slices]]:
+        n = total if name == ALL else report.counts[(name, label_)]
+        cells = []
+        for system in shown:
+            mean, difference = _cell(report, name, label_, system)
+            cells.append(f"{mean} {difference}".rstrip())
+        row = [slice_name(name, label_), str(n), *cells]
+        if len(report.systems) > 1:
+            mde = report.detectable(name, label_)
+            small = name != ALL and n < report.fewest
+            row.append("too small to test" if small else "--" if math.isnan(mde) else f"{mde:.3f}")
+        rows.append(tuple(row))
+    lines = ["\n".join(head), format_table(rows, aligns)]
+    if len(report.systems) > len(shown):
+        lines.append(f"({len(report.systems) - len(shown)} more systems in the table of every figure by slice)")
+    lines += reversal_lines(report, label)
+    small = report.small()
+    if small and len(report.systems) > 1:
+        lines.append(f"Too small to test (fewer than {report.fewest} questions: a sign-flip test cannot reach p < "
+                     f"{1 - report.confidence:.2g}): " + ", ".join(f"{slice_name(n, s)} ({k})" for n, s, k in small))
+    lines += [f"note: {note}" for note in report.notes]
+    return "\n".join(lines)
+
+
+def reversal_lines(report: SliceReport, label: Callable[[str], str] = str) -> list[str]:
+    """One line per slice whose significant verdict goes against a system's overall difference."""
+    lines = []
+    d = report.differences
+    for r in report.reversals().itertuples(index=False):
+        whole = d[(d["slicing"] == ALL) & (d["system"] == r.system) & (d["metric"] == r.metric)].iloc[0]
+        overall = "better" if whole.difference > 0 else "worse"
+        said = "" if whole.verdict in WORDS else ", not significantly"
+        lines.append(f"REVERSAL: {label(r.system)} is {overall} than {label(report.reference)} overall on {r.metric} "
+                     f"({whole.difference:+.3f} [{whole.ci_low:+.3f}, {whole.ci_high:+.3f}]{said}) but "
+                     f"{WORDS[r.verdict]} on {slice_name(r.slicing, r.slice)}: {r.difference:+.3f} "
+                     f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}], Holm p {r.p_holm:.4f}, {r.questions} questions")
+    return lines
