@@ -4,8 +4,9 @@ the child runs back from MLflow into :class:`SystemRun` s).
 It says only what the questions support. Systems with identical per-question results are one *group* (listed
 once, "A = B (identical per question)"); systems whose paired interval against the top one contains zero are
 *tied* with it, so no single best system is named among equals; every pair of groups is compared (ranx-style
-letters, Holm-adjusted); and the spread of the per-question differences says how small a difference these
-questions can detect at all (:mod:`metrics.power`).
+letters, Holm-adjusted); the spread of the per-question differences says how small a difference these
+questions can detect at all (:mod:`metrics.power`); and, when the jobs were sliced (``metrics.slices``), every
+figure is given by slice of the questions (:mod:`pipeline.analysis.slices`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pandas as pd
 from metrics.comparison import all_pairs, compare_many
 from metrics.power import DEFAULT_POWER, Sensitivity, minimum_detectable_effect
 from metrics.spec import MetricSpec
+from pipeline.analysis.slices import SliceReport, slice_report
 from pipeline.common.names import LOWER, NOT_RELEVANT_METRIC, UPPER
 
 IDENTICAL = "identical per question"
@@ -85,6 +87,7 @@ class SweepSummary:
     sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)  # (a, b): n, sd, mde on the primary metric
     swept: dict[str, list[str]] = field(default_factory=dict)  # params that differ between the systems
     power: float = DEFAULT_POWER
+    slices: SliceReport | None = None  # metrics.slices: every group by slice, against the top one
 
     @property
     def finished(self) -> list[SystemRun]:
@@ -241,6 +244,10 @@ def compare_systems(summary: SweepSummary, confidence: float = 0.95, resamples: 
     if primary.name in names:
         summary.sensitivity = pair_sensitivity({rep: by_name[rep].per_question[primary.name]
                                                 for rep in summary.representatives}, summary.alpha, summary.power)
+    if names and primary.name in names:  # the tables carry slice columns (metrics.slices): every figure by slice
+        summary.slices = slice_report({rep: by_name[rep].per_question for rep in summary.representatives}, top.name,
+                                      names, primary.name, None, confidence, resamples, permutations, seed,
+                                      summary.power)
 
 
 def _compared_metrics(summary: SweepSummary) -> list[str]:

@@ -1,5 +1,6 @@
 """One metric of each system with its bootstrap interval, drawn to be read where MLflow shows it: an image card of the
-chart view, whose box is about 290 px wide (330 px here: nearly unscaled). MLflow's own charts draw no interval.
+chart view, whose box is about 290 px wide (330 px here: nearly unscaled). MLflow's own charts draw no interval. And
+the same by slice of the questions, as small multiples (:func:`slice_panels`): one panel per slice.
 
 One row per system, the best on top: a dot at the mean, a capped line from the lower bound to the upper one, the
 mean and bounds written at the right; the axis spans the intervals (not 0-1), so that overlapping ones show as such.
@@ -7,11 +8,13 @@ mean and bounds written at the right; the axis spans the intervals (not 0-1), so
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.reports.canvas import Canvas, decimal_labels, font_at, nice_ticks, shortened_to
+from pipeline.reports.canvas import Axes, Canvas, decimal_labels, font_at, nice_ticks, shortened_to
 from pipeline.reports.colours import GRID_COLOUR, palette
 
 WIDTH_IN, ROW_IN, FRAME_IN = 3.3, 0.28, 0.9  # the width MLflow's image card shows unscaled; a row; title and axis
@@ -60,4 +63,81 @@ def intervals(rows: Sequence[tuple[str, float, float, float]], title: str) -> Ca
     axes.frame()
     axes.x_ticks(ticks, decimal_labels(ticks))
     axes.title([title], 10)
+    return canvas
+
+
+# -- small multiples: one panel per slice of the questions, each system's interval in every panel ---------------------
+
+PANEL_IN, PANEL_COLUMNS, MAX_PANELS = 2.4, 3, 30  # a panel's width, panels a row, panels drawn at most
+PANEL_ROW_IN, PANEL_HEAD_IN, PANEL_FOOT_IN, HEAD_IN = 0.24, 0.5, 0.45, 0.45
+PANEL_GAP_IN = 0.3  # between two panels of a row
+PANEL_TITLE_PT = 8.0
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One slice: its title (``team=billing, 12 questions``), a second line (``too small to test``, ``reversal``)
+    and each system's (mean, low, high), NaN where it has none."""
+
+    title: str
+    intervals: Mapping[str, tuple[float, float, float]]
+    note: str = ""
+
+
+def slice_panels_png(panels: Sequence[Panel], systems: Sequence[str], title: str) -> bytes:
+    """:func:`slice_panels` as PNG."""
+    return slice_panels(panels, systems, title).png()
+
+
+def slice_panels(panels: Sequence[Panel], systems: Sequence[str], title: str) -> Canvas:
+    """Small multiples: one panel per slice (the first :data:`MAX_PANELS`), :data:`PANEL_COLUMNS` a row; in each, a
+    row per system in the order of ``systems`` (names left of each row of panels), its interval a capped line in
+    the system's colour with a dot at the mean. Every panel shares one axis, so slices compare at a glance."""
+    panels = list(panels)[:MAX_PANELS]
+    if not panels or not systems:
+        raise ValueError("no slice or no system to draw")
+    values = [v for p in panels for m in p.intervals.values() for v in m if v == v]
+    if not values:
+        raise ValueError("no mean to draw")
+    low, high = min(values), max(values)
+    pad = max((high - low) * 0.06, 0.005)
+    low, high = max(0.0, low - pad), min(1.0, high + pad) if high <= 1.0 else high + pad
+    columns = min(PANEL_COLUMNS, len(panels))
+    lines = math.ceil(len(panels) / columns)
+    panel_height = PANEL_HEAD_IN + PANEL_ROW_IN * len(systems) + PANEL_FOOT_IN
+    width = NAME_IN + columns * PANEL_IN + (columns - 1) * PANEL_GAP_IN + 0.15
+    canvas = Canvas(width, HEAD_IN + lines * panel_height, DPI, {"left": 0, "right": 0, "top": 0, "bottom": 0})
+    colours = dict(zip(systems, palette(len(systems))))
+    font, small = font_at(NAME_PT, DPI), font_at(PANEL_TITLE_PT, DPI)
+    ticks = nice_ticks(low, high, 3)
+    tick_labels = decimal_labels(ticks)
+    canvas.text((canvas.width / 2, canvas.px(6)), title, "mt", 10, fit=True)
+    room = canvas.px(PANEL_IN * 72) - canvas.px(4)
+    for number, panel in enumerate(panels):
+        line, column = divmod(number, columns)
+        left = round((NAME_IN + column * (PANEL_IN + PANEL_GAP_IN)) * DPI)
+        top = round((HEAD_IN + line * panel_height + PANEL_HEAD_IN) * DPI)
+        box = (left, top, left + round(PANEL_IN * DPI), top + round(PANEL_ROW_IN * len(systems) * DPI))
+        axes = Axes(canvas, box, (low, high), (len(systems) - 0.5, -0.5))
+        axes.grid(ticks, [], GRID_COLOUR)
+        width_px = max(1, round(canvas.px(LINE_PT)))
+        cap, r = canvas.px(CAP_PT), canvas.px(DOT_PT) / 2
+        names_room = canvas.px(NAME_IN * 72) - canvas.px(8)
+        for row, system in enumerate(systems):
+            y, colour = axes.y(row), colours[system]
+            if column == 0:
+                canvas.text((box[0] - canvas.px(4), y), shortened_to(str(system), names_room, font), "rm", NAME_PT)
+            mean, lo, hi = panel.intervals.get(system, (math.nan, math.nan, math.nan))
+            if mean != mean:
+                continue
+            x0, x1, xm = axes.x(lo), axes.x(hi), axes.x(mean)
+            canvas.draw.line((x0, y, x1, y), fill=colour, width=width_px)
+            for x in (x0, x1):
+                canvas.draw.line((x, y - cap, x, y + cap), fill=colour, width=width_px)
+            canvas.draw.ellipse((xm - r, y - r, xm + r, y + r), fill=colour)
+        axes.frame()
+        axes.x_ticks(ticks, tick_labels)
+        heading = [shortened_to(panel.title, room, small)] + ([shortened_to(panel.note, room, small)] if panel.note
+                                                               else [])
+        axes.title(heading, PANEL_TITLE_PT)
     return canvas

@@ -43,53 +43,66 @@ def _cell(report: SliceReport, name: str, label: str, system: str) -> tuple[str,
     if row.empty:
         return shown, ""
     r = row.iloc[0]
-    marks = ("*" if r.verdict in WORDS else "") + ("?" if name != ALL and r.detects_overall is False else "")
+    marks = ("*" if r.verdict in WORDS else "") + ("?" if r.tested and r.detects_overall is False else "")
     return shown, f"{r.difference:+.3f}{marks}"
 
 
-def slices_table(report: SliceReport, label: Callable[[str], str] = str, what: str = "the top system") -> str:
-    """The compact table: a row per slice (all questions first), the reference's mean, each other system's mean
-    and difference against it, the slice's detectable difference; then the reversals, the slices too small to
-    test, and the notes."""
-    primary, level = report.primary, f"{report.confidence:.0%}"
+def slices_frame(report: SliceReport, label: Callable[[str], str] = str) -> pd.DataFrame:
+    """The compact table as a frame: a row per slice (all questions first) with its questions, the reference's
+    mean, each other system's mean and difference against it (up to :data:`MAX_SYSTEMS`), and the slice's
+    detectable difference (``too small to test`` below the fewest questions a test can use)."""
     shown = report.systems[: MAX_SYSTEMS + 1]
-    tested = report.differences
-    tested = tested[tested["tested"] & (tested["metric"] == primary)]
-    reference = label(report.reference)
-    head = [f"By slice: {primary} of each system, and each one's difference against {reference} ({what})"]
-    if len(report.systems) > 1:
-        head.append(f"(* significant: its paired {level} interval excludes zero and its randomisation-test p-value, "
-                    f"Holm-adjusted over the {len(tested)} tested slice x system cells, is below "
-                    f"{1 - report.confidence:.2g}; ? the slice cannot detect the system's overall difference: its "
-                    f"MDE is larger; MDE: the difference the slice detects at {report.power:.0%} power, median over "
-                    f"the systems)")
-    columns = ["slice", "n", reference, *[label(s) for s in shown[1:]]]
-    aligns = "lrr" + "l" * (len(shown) - 1)
-    if len(report.systems) > 1:
-        columns.append("MDE")
-        aligns += "l"
-    rows = [tuple(columns)]
+    rows, index = [], []
     total = int(report.means[report.means["slicing"] == ALL]["questions"].max())
     for name, label_ in [(ALL, ALL), *[(n, s) for n, slices in report.slicings.items() for s in slices]]:
         n = total if name == ALL else report.counts[(name, label_)]
-        cells = []
+        row = {"n": str(n)}
         for system in shown:
             mean, difference = _cell(report, name, label_, system)
-            cells.append(f"{mean} {difference}".rstrip())
-        row = [slice_name(name, label_), str(n), *cells]
+            row[label(system)] = f"{mean} {difference}".rstrip()
         if len(report.systems) > 1:
             mde = report.detectable(name, label_)
             small = name != ALL and n < report.fewest
-            row.append("too small to test" if small else "--" if math.isnan(mde) else f"{mde:.3f}")
-        rows.append(tuple(row))
-    lines = ["\n".join(head), format_table(rows, aligns)]
-    if len(report.systems) > len(shown):
-        lines.append(f"({len(report.systems) - len(shown)} more systems in the table of every figure by slice)")
-    lines += reversal_lines(report, label)
+            row["MDE"] = "too small to test" if small else "--" if math.isnan(mde) else f"{mde:.3f}"
+        rows.append(row)
+        index.append(slice_name(name, label_))
+    return pd.DataFrame(rows, index=pd.Index(index, name="slice"))
+
+
+def legend(report: SliceReport, label: Callable[[str], str] = str, what: str = "the top system") -> str:
+    """What the table shows and what its marks mean."""
+    tested = report.differences
+    tested = tested[tested["tested"] & (tested["metric"] == report.primary)]
+    head = (f"By slice: {report.primary} of each system, and each one's difference against {label(report.reference)} "
+            f"({what})")
+    if len(report.systems) < 2:
+        return head
+    return (f"{head}\n(* significant: its paired {report.confidence:.0%} interval excludes zero and its "
+            f"randomisation-test p-value, Holm-adjusted over the {len(tested)} tested slice x system cell(s), is below "
+            f"{1 - report.confidence:.2g}; ? the slice cannot detect the system's overall difference: its MDE is "
+            f"larger; MDE: the difference the slice detects at {report.power:.0%} power, median over the systems)")
+
+
+def small_line(report: SliceReport) -> str:
+    """The slices too small to test, named with their questions (empty when none is, or nothing is compared)."""
     small = report.small()
-    if small and len(report.systems) > 1:
-        lines.append(f"Too small to test (fewer than {report.fewest} questions: a sign-flip test cannot reach p < "
-                     f"{1 - report.confidence:.2g}): " + ", ".join(f"{slice_name(n, s)} ({k})" for n, s, k in small))
+    if not small or len(report.systems) < 2:
+        return ""
+    return (f"Too small to test (fewer than {report.fewest} questions: a sign-flip test cannot reach p < "
+            f"{1 - report.confidence:.2g}): " + ", ".join(f"{slice_name(n, s)} ({k})" for n, s, k in small))
+
+
+def slices_table(report: SliceReport, label: Callable[[str], str] = str, what: str = "the top system") -> str:
+    """The compact table (:func:`slices_frame`) under its legend; then the reversals, the slices too small to test,
+    and the notes."""
+    frame = slices_frame(report, label)
+    rows = [("slice", *frame.columns), *[(str(i), *row) for i, row in zip(frame.index, frame.itertuples(index=False))]]
+    aligns = "lrr" + "l" * (len(frame.columns) - 2)
+    lines = [legend(report, label, what), format_table(rows, aligns)]
+    if len(report.systems) > MAX_SYSTEMS + 1:
+        lines.append(f"({len(report.systems) - MAX_SYSTEMS - 1} more systems in the table of every figure by slice)")
+    lines += reversal_lines(report, label)
+    lines += [line for line in [small_line(report)] if line]
     lines += [f"note: {note}" for note in report.notes]
     return "\n".join(lines)
 

@@ -30,6 +30,7 @@ from pipeline.reports.html import (
     table_html,
 )
 from pipeline.reports.rank_buckets import rank_buckets
+from pipeline.reports.slice_text import legend, reversal_lines, slices_frame, small_line
 from pipeline.reports.tables import grid_table, letters, means_table, pairs_table, to_html
 from pipeline.reports.text import (
     NEEDED_FOR,
@@ -78,6 +79,8 @@ def sweep_page(summary: SweepSummary, title: str, meta: Mapping[str, str],
         power = power_html(summary)
         if power:
             sections.append(Section("What these questions can detect", html=power, anchor="power"))
+        if summary.slices is not None:
+            sections.append(Section("By slice of the questions", html=slices_html(summary), anchor="slices"))
         grid = grid_table(summary)
         if grid is not None:
             body = to_html(grid) + paragraph(grid.caption, "note")
@@ -383,6 +386,16 @@ def power_html(summary: SweepSummary) -> str:
                "difference is likely to come out as tied: a tie is no evidence of equality below the MDE. The "
                "question counts assume new questions vary like these.")
     return "".join(paragraph(line) for line in text) + table_html(table) + paragraph(explain, "note")
+
+
+def slices_html(summary: SweepSummary) -> str:
+    """The compact table by slice (metrics.slices) with its legend, the reversals, the slices too small to test;
+    the small multiples are among the plots."""
+    report = summary.slices
+    assert report is not None
+    lines = [*reversal_lines(report, summary.label), small_line(report), *(f"note: {n}" for n in report.notes)]
+    return (paragraph(legend(report, summary.label)) + table_html(slices_frame(report, summary.label))
+            + "".join(paragraph(line, "note") for line in lines if line))
 
 
 def _needed(n: int | None) -> str:

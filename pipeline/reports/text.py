@@ -161,6 +161,11 @@ def sweep_text(summary: SweepSummary, title: str) -> str:
         power = power_text(summary)
         if power:
             parts.append(power)
+        if summary.slices is not None:  # metrics.slices: one compact table, the reversals
+            from pipeline.reports.slice_text import slices_table  # it imports this module's format_table
+
+            parts.append(slices_table(summary.slices, summary.label)
+                         + f"\nEvery figure by slice, with its interval and test: {SLICES_FILE}")
     for system in summary.failed:
         parts.append(f"FAILED job {system.job} ({system.name}): {system.error or system.status}")
     return "\n\n".join(parts)

@@ -17,6 +17,7 @@ from pipeline.common.names import (
     DIFFERENCES_FILE,
     PAIRS_FILE,
     RANKS_FILE,
+    SLICES_FILE,
     SUMMARY_LATEX,
     SUMMARY_MARKDOWN,
     SUMMARY_TEXT,
@@ -50,6 +51,9 @@ def write_summary(summary: SweepSummary, text: str, sweep_dir: Path) -> list[Pat
         if not frame.empty:
             frame.to_csv(sweep_dir / name)
             files.append(sweep_dir / name)
+    if summary.slices is not None:  # metrics.slices: every figure by slice, each system against the top one
+        summary.slices.table().to_csv(sweep_dir / SLICES_FILE, index=False)
+        files.append(sweep_dir / SLICES_FILE)
     return files
 
 
@@ -91,6 +95,7 @@ def write_beside(summary: SweepSummary, diagnoses: Mapping[str, pd.DataFrame], j
     for name, what in ((SYSTEMS_FILE, "each system's means and intervals"),
                        (RANKS_FILE, "rank of the first relevant document, question x system"),
                        (DIFFERENCES_FILE, "differences against the top system"),
+                       (SLICES_FILE, "every figure by slice of the questions, each system against the top one"),
                        (SUMMARY_TEXT, "the terminal summary")):
         if (sweep_dir / name).exists():
             files.others[what] = name

@@ -1,7 +1,7 @@
 """A sweep's figures, made from the end-of-sweep summary: the means with their intervals, the first-relevant heat
-map, the paired bootstrap of the two best systems, a grid's response, and the primary metric's intervals for
-MLflow's chart view. Each is a figure, or the picklable function that makes it (for the drawing copy); nothing
-here saves, logs or reads MLflow."""
+map, the paired bootstrap of the two best systems, a grid's response, the primary metric by slice of the questions
+(small multiples), and the primary metric's intervals for MLflow's chart view. Each is a figure, or the picklable
+function that makes it (for the drawing copy); nothing here saves, logs or reads MLflow."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pipeline.analysis.summary import SweepSummary
 from pipeline.common.names import TAG_CORPUS
 from pipeline.config.build import MetricPlan
 from pipeline.reports.html import DPI
-from pipeline.reports.interval_plot import intervals_png
+from pipeline.reports.interval_plot import Panel, intervals_png, slice_panels_png
 from pipeline.reports.means_plot import means_bars_png
 from pipeline.reports.paired_plot import paired_bootstrap_png
 from pipeline.reports.plots import Figure, first_relevant_heatmap
@@ -115,13 +115,39 @@ def compared_figures(summary: SweepSummary, plan: MetricPlan) -> list[SweepFigur
     """For a grid, its response: it rings the top system and those tied with it."""
     if not summary.same_data:
         return []
+    figures = [] if summary.slices is None else [slice_figure(summary, plan)]
     grid = grid_frame(summary)
     if grid is None:
-        return []
+        return figures
     x, hue = grid_axes(summary)
     primary = plan.primary.name
-    return [SweepFigure("grid_response", f"{primary} across the grid {x} x {hue}",
-                        response_png(grid, x, hue, primary, plan.confidence, DPI))]
+    return [*figures, SweepFigure("grid_response", f"{primary} across the grid {x} x {hue}",
+                                  response_png(grid, x, hue, primary, plan.confidence, DPI))]
+
+
+SLICES_STEM = "slices"
+
+
+def slice_figure(summary: SweepSummary, plan: MetricPlan) -> SweepFigure:
+    """The primary metric by slice (metrics.slices) as small multiples: all questions, then one panel per slice,
+    each system's interval in each; a panel says when its slice is too small to test, or reverses a verdict."""
+    report = summary.slices
+    assert report is not None
+    primary = report.primary
+    means = report.means[report.means["metric"] == primary]
+    reversed_ = {(r.slicing, r.slice) for r in report.reversals().itertuples(index=False)}
+    panels = []
+    for (name, label), rows in means.groupby(["slicing", "slice"], sort=False):
+        n = int(rows["questions"].iloc[0])
+        note = ("too small to test" if name and n < report.fewest else
+                "reversal: see the table" if (name, label) in reversed_ else "")
+        title = f"{name}={label}, {n} questions" if name else f"all {n} questions"
+        panels.append(Panel(title, {summary.label(r.system): (r.mean, r.ci_low, r.ci_high)
+                                    for r in rows.itertuples(index=False)}, note))
+    level = f"{plan.confidence:.0%}"
+    return SweepFigure(SLICES_STEM, f"{primary} by slice of the questions: each system's {level} interval",
+                       slice_panels_png(panels, [summary.label(s) for s in report.systems],
+                                        f"{primary} by slice, {level} bootstrap intervals"))
 
 
 def interval_figure(summary: SweepSummary, plan: MetricPlan, folder: Path) -> Path | None:
