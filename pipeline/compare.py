@@ -5,7 +5,9 @@ per-question tables are read back from MLflow and aligned by question id; the ru
 same corpus and judgments with the same evaluation settings, unless ``--allow-different-corpus``. For every
 metric: both means, the paired difference with its bootstrap interval, the randomisation-test p-value
 Holm-adjusted across the metrics, and the verdict; then what difference these questions can detect on the primary
-metric (80% power) and how many questions the observed difference (or each ``--detect`` one) would need.
+metric (80% power) and how many questions the observed difference (or each ``--detect`` one) would need. With
+``--slice team=billing`` only the questions of that slice are compared; with ``--slice team``, every slice of
+``team`` is compared too (docs/slices.md): both need runs made with ``metrics.slices``.
 
 The comparison is recorded as an MLflow run of its own. ``--promote`` then makes the candidate the baseline: it
 moves the ``baseline=true`` tag (or the tag the BASELINE selector named); the previous baseline keeps
@@ -51,6 +53,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--detect", type=float, action="append", default=[], metavar="DIFFERENCE",
                    help="also say how many questions this difference on the primary metric would need (repeatable)")
+    p.add_argument("--slice", action="append", default=[], metavar="FIELD[=VALUE]",
+                   help="FIELD=VALUE: compare only the questions of that slice (team=billing); FIELD: also compare "
+                        "every slice of FIELD, Holm-adjusted over them (repeatable; the runs' metrics.slices)")
     p.add_argument("--allow-different-corpus", action="store_true",
                    help="compare runs on different corpora/judgments (on the questions they share)")
     p.add_argument("--promote", action="store_true", help="make the candidate the new baseline (moves the tag)")
@@ -65,17 +70,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from metrics.comparison import WORSE
     from metrics.errors import InputError
-    from pipeline.common.names import TAG_COMPARE_PROMOTED
+    from pipeline.common.names import TAG_COMPARE_PROMOTED, TAG_COMPARE_SLICE
     from pipeline.common.redact import redact_text
     from pipeline.decisions.comparison import (
         check_comparable,
         compare_sides,
         load_side,
         parse_list,
+        primary_metric,
         record,
         report,
         shared_metrics,
     )
+    from pipeline.decisions.slices import breakdown, parse_slices, restrict
     from pipeline.tracking.comparisons import baseline_tag, promote
     from pipeline.tracking.links import experiment_url, run_location
     from pipeline.tracking.selectors import describe, resolve
@@ -96,10 +103,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"({describe(candidate.run)}): nothing compared, nothing recorded")
         warnings = check_comparable(baseline, candidate, args.allow_different_corpus)
         metrics = shared_metrics(baseline, candidate, parse_list(args.metrics))
+        only, by = parse_slices(args.slice)
+        if only and args.promote:
+            raise InputError("--promote with --slice FIELD=VALUE: a slice's comparison never makes a baseline "
+                             "(compare the whole runs to promote)")
+        if only:
+            baseline, candidate, sliced = restrict(baseline, candidate, only)
+            print(sliced, flush=True)
         comparison = compare_sides(baseline, candidate, metrics, args.confidence, args.resamples, args.permutations,
                                    args.seed)
         print(report(baseline, candidate, comparison, args.resamples, args.permutations, warnings, args.detect),
               flush=True)
+        if by:
+            primary = primary_metric(baseline, candidate, metrics)
+            print("\n" + breakdown(baseline, candidate, by, metrics, primary, args.confidence, args.resamples,
+                                   args.permutations, args.seed), flush=True)
         status = EXIT_OK
         promote_now = args.promote
         if args.promote and (comparison.table["verdict"] == WORSE).any() and not args.force:
@@ -108,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
             status, promote_now = EXIT_REFUSED, False
         tags = {TAG_COMPARE_PROMOTED: "true"} if promote_now else {}
+        if only:  # a comparison of one slice's questions: said on its run, and never taken for the whole one
+            tags[TAG_COMPARE_SLICE] = " and ".join(f"{k}={v}" for k, v in only.items())
         if not args.no_record:
             typed = list(argv) if argv is not None else sys.argv[1:]
             run_id = record(client, baseline, candidate, comparison, args.resamples, args.permutations, args.seed,

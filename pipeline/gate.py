@@ -26,6 +26,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics", help="comma-separated metrics to gate on")
     p.add_argument("--tolerance", type=float, help="the largest acceptable drop")
     p.add_argument("--confidence", type=float)
+    p.add_argument("--slice-tolerance", type=float,
+                   help="also fail when a slice of the questions (the runs' metrics.slices) drops by more than this")
     p.add_argument("--allow-different-corpus", action="store_true", default=None)
     add_store_options(p)
     return p
@@ -47,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_settings(args.gate, {"baseline": args.baseline, "metrics": parse_list(args.metrics),
                                              "tolerance": args.tolerance, "confidence": args.confidence,
+                                             "slice_tolerance": args.slice_tolerance,
                                              "allow_different_corpus": args.allow_different_corpus})
         client, experiment_id = Store.existing(tracking_uri(args.tracking_uri, Path.cwd()), args.experiment)
         candidate = resolve(client, experiment_id, args.candidate, args.corpus)

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from metrics.comparison import gate
 from metrics.errors import InputError
 from pipeline.common import commands
 from pipeline.common.names import GATE_FILE, SAYS_GATE, TAG_GATE, TAG_GATE_REASON, TAG_OVERRIDES, TAG_SWEEP_PARENT
 from pipeline.common.redact import redact_text
 from pipeline.decisions.comparison import check_comparable, compare_sides, load_side, record, shared_metrics
 from pipeline.decisions.gate_settings import check_settings
+from pipeline.decisions.slices import slice_gate
 from pipeline.tracking.client import MlflowClient, Run
 from pipeline.tracking.comparisons import baseline_tag, promote
 from pipeline.tracking.runs import Tracker
@@ -79,7 +79,7 @@ def run_gate(client: MlflowClient, experiment_id: str | None, candidate: Run, se
         metrics = shared_metrics(baseline, side, metrics)
         comparison = compare_sides(baseline, side, metrics, float(settings.confidence), int(settings.resamples),
                                    int(settings.permutations), int(settings.seed))
-        result = gate(comparison, metrics, float(settings.tolerance))
+        result = slice_gate(comparison, metrics, baseline, side, settings)
         run_id = record(client, baseline, side, comparison, int(settings.resamples), int(settings.permutations),
                         int(settings.seed), dict(tags or {}), gate_result=result, source=source)
     except InputError as exc:

@@ -35,6 +35,10 @@ def check_settings(settings: Any) -> list[str]:
         raise InputError(f"gate.tolerance is the largest acceptable drop: it must be >= 0, got {settings.tolerance}")
     if not 0 < float(settings.confidence) < 1:
         raise InputError(f"gate.confidence must be within (0, 1), got {settings.confidence}")
+    slack = settings.get("slice_tolerance")
+    if slack is not None and float(slack) < 0:
+        raise InputError(f"gate.slice_tolerance is the largest acceptable drop of a slice: it must be >= 0 (or null: "
+                         f"slices not gated), got {slack}")
     if int(settings.resamples) < 1 or int(settings.permutations) < 1:
         raise InputError("gate.resamples and gate.permutations must be at least 1")
     names = [spec.name for spec in parse_metrics([str(m) for m in settings.metrics])]

@@ -73,8 +73,8 @@ def legend(report: SliceReport, label: Callable[[str], str] = str, what: str = "
     """What the table shows and what its marks mean."""
     tested = report.differences
     tested = tested[tested["tested"] & (tested["metric"] == report.primary)]
-    head = (f"By slice: {report.primary} of each system, and each one's difference against {label(report.reference)} "
-            f"({what})")
+    head = (f"By slice: {report.primary} of each system, and each one's difference against {label(report.reference)}"
+            + (f" ({what})" if what else ""))
     if len(report.systems) < 2:
         return head
     return (f"{head}\n(* significant: its paired {report.confidence:.0%} interval excludes zero and its "
