@@ -146,6 +146,19 @@ def _texts(records: Iterator[Any], id_field: str, fields: list[str] | None) -> I
         yield number, str(getattr(record, id_field)), join_text(str(p) for p in parts if p is not None)
 
 
+def _keeping(records: Iterator[Any], fields: dict[str, list]) -> Iterator[Any]:
+    """The records, each one's ``fields`` appended to their lists as it passes (a query's title, its type ...)."""
+    for record in records:
+        for name, values in fields.items():
+            values.append(getattr(record, name, None))
+        yield record
+
+
+def _scalar(value: object) -> bool:
+    """A value a question can be sliced by: text, a number, or nothing (lists and mappings are not)."""
+    return value is None or isinstance(value, str | int | float)
+
+
 def read_qrels(dataset: Any, where: str, notes: Notes) -> Qrels:
     """The dataset's judgments, grades as given (a grading applies later, in :func:`assemble`); a pair the dataset
     judges twice keeps its last grade, and is noted."""
@@ -263,7 +276,8 @@ class IrDatasets(Graded):
     """A collection by its ir_datasets id. ``split`` picks a sibling or child id (``beir/scifact/test`` with split
     ``train`` reads ``beir/scifact/train``); ``doc_fields`` are joined in order into a document's text (default:
     title and text where both exist, else text, else the record's own default text); ``query_field`` is the
-    question (default: text, else the query's default text, e.g. a TREC topic's title)."""
+    question (default: text, else the query's default text, e.g. a TREC topic's title). The queries' other fields
+that hold text or numbers are kept as the questions' fields (``metrics.slices`` slices by them)."""
 
     id: str
     split: str | None = None
@@ -298,8 +312,11 @@ class IrDatasets(Graded):
         qrels = read_qrels(dataset, f"{where} qrels", notes)  # the smallest file first: a missing download
         query_fields = _fields(dataset.queries_cls(), [self.query_field] if self.query_field else None, "queries",
                                "corpus.query_field")
-        questions = Records.read(_texts(dataset.queries_iter(), "query_id", query_fields), "question",
-                                 f"{where} queries", place="record")
+        kept = [f for f in getattr(dataset.queries_cls(), "_fields", ()) if f != "query_id"
+                and f not in (query_fields or ())]
+        fields: dict[str, list] = {f: [] for f in kept}  # the queries' other fields, for metrics.slices
+        questions = Records.read(_texts(_keeping(dataset.queries_iter(), fields), "query_id", query_fields),
+                                 "question", f"{where} queries", place="record")
         doc_fields = _fields(dataset.docs_cls(), self.doc_fields, "documents", "corpus.doc_fields")
         count = _count(dataset)
         docs = progress.iterate(dataset.docs_iter(), count, f"reading {dataset_id}", "doc")
@@ -307,6 +324,7 @@ class IrDatasets(Graded):
         split = self.split or split_of(dataset_id) or "test"
         return assemble(self.name or dataset_id, documents, questions, qrels, judgments=f"{where} qrels",
                         split=split, notes=notes, source=where, grading=self.grading,
+                        question_metadata={f: v for f, v in fields.items() if all(_scalar(x) for x in v)},
                         origin={"route": ROUTE, "id": dataset_id, "doc_fields": ",".join(doc_fields or ["default"]),
                                 "query_field": ",".join(query_fields or ["default"])})
 

@@ -43,7 +43,8 @@ def _cell(report: SliceReport, name: str, label: str, system: str) -> tuple[str,
     if row.empty:
         return shown, ""
     r = row.iloc[0]
-    marks = ("*" if r.verdict in WORDS else "") + ("?" if r.tested and r.detects_overall is False else "")
+    undetectable = bool(r.tested) and not pd.isna(r.detects_overall) and not bool(r.detects_overall)
+    marks = ("*" if r.verdict in WORDS else "") + ("?" if undetectable else "")
     return shown, f"{r.difference:+.3f}{marks}"
 
 
