@@ -86,7 +86,7 @@ def test_a_reversal_is_a_significant_verdict_against_the_overall_difference_and_
     assert list(zip(reversals["system"], reversals["slice"])) == [("B", "billing")]
     text = slices_table(report)
     account = next(x for x in text.splitlines() if x.startswith("team=account")).split()
-    assert account[3].endswith("*") and account[5].endswith("?")  # B significant; C's +0.005 overall: too small
+    assert account[4].endswith("*") and account[6].endswith("?")  # B significant; C's +0.005 overall: too small
     line = next(x for x in text.splitlines() if x.startswith("REVERSAL"))
     assert line.startswith("REVERSAL: B is better than A overall on ndcg@5 (+0.")
     assert "but worse on team=billing: -0." in line and "29 questions" in line
