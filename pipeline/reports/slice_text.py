@@ -43,7 +43,8 @@ def _cell(report: SliceReport, name: str, label: str, system: str) -> tuple[str,
     if row.empty:
         return shown, ""
     r = row.iloc[0]
-    undetectable = bool(r.tested) and not pd.isna(r.detects_overall) and not bool(r.detects_overall)
+    undetectable = (bool(r.tested) and r.verdict not in WORDS and not pd.isna(r.detects_overall)
+                    and not bool(r.detects_overall))  # a tie this slice could not have told from the overall gap
     marks = ("*" if r.verdict in WORDS else "") + ("?" if undetectable else "")
     return shown, f"{r.difference:+.3f}{marks}"
 
@@ -80,8 +81,9 @@ def legend(report: SliceReport, label: Callable[[str], str] = str, what: str = "
         return head
     return (f"{head}\n(* significant: its paired {report.confidence:.0%} interval excludes zero and its "
             f"randomisation-test p-value, Holm-adjusted over the {len(tested)} tested slice x system cell(s), is below "
-            f"{1 - report.confidence:.2g}; ? the slice cannot detect the system's overall difference: its MDE is "
-            f"larger; MDE: the difference the slice detects at {report.power:.0%} power, median over the systems)")
+            f"{1 - report.confidence:.2g}; ? not significant, and the slice could not detect the system's overall "
+            f"difference: its MDE is larger; MDE: the difference the slice detects at {report.power:.0%} power, "
+            f"median over the systems)")
 
 
 def small_line(report: SliceReport) -> str:

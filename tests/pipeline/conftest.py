@@ -41,3 +41,19 @@ def four_systems(tmp_path_factory):
     done = run_pipeline(tmp, "-m", "retriever=bm25,lsa,weighted,rrf")
     assert done.returncode == 0, done.stderr[-3000:]
     return tmp, done
+
+
+SLICES_EXAMPLE = Path(__file__).resolve().parent / "data" / "slices_example"
+
+
+@pytest.fixture(scope="session")
+def slices_example(tmp_path_factory, empty_store):
+    """``python -m pipeline -m experiment=slices_example`` once per session, in a folder holding a copy of the
+    example's files where the experiment names them: two systems' rankings of 72 constructed questions, the
+    candidate better overall and worse on every billing question. Returns (launch folder, result)."""
+    tmp = tmp_path_factory.mktemp("slices")
+    shutil.copy(empty_store, tmp / "mlflow.db")
+    shutil.copytree(SLICES_EXAMPLE, tmp / SLICES_EXAMPLE.relative_to(SLICES_EXAMPLE.parents[3]))
+    done = run_pipeline(tmp, "-m", "experiment=slices_example", "hydra.sweep.dir=multirun/example")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return tmp, done

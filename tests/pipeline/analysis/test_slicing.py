@@ -59,7 +59,7 @@ def test_question_length_is_always_binned_and_the_binning_is_said():
 def test_a_number_of_few_values_keeps_them_and_one_of_many_is_binned_into_terciles():
     few = slicing("priority", [3, 1, 2.0, "2", None])
     assert few.labels == ["3", "1", "2", "2", MISSING] and few.order == ["1", "2", "3", MISSING] and not few.binned
-    many = slicing("age", list(range(MAX_SLICES + 10)) + [None])
+    many = slicing("age", [*list(range(MAX_SLICES + 10)), None])
     assert many.binned and "at its terciles" in many.binned
     assert many.order == ["0-9", "10-19", "20-29", MISSING]
     assert many.counts()[MISSING] == 1

@@ -73,8 +73,8 @@ def test_questions_without_the_value_are_a_slice_of_their_own_and_a_lone_questio
     questions.loc[questions.qid.isin(["q01", "q05"]), "team"] = ""
     questions.loc[questions.qid == "q03", "team"] = "legal"
     questions.to_csv(tmp_path / "questions.csv", index=False)
-    run, out, table = finished(launch_dir, "experiment=own_files", f"corpus.questions.path={tmp_path / 'questions.csv'}",
-                               "metrics.slices=[team]")
+    run, out, table = finished(launch_dir, "experiment=own_files", "metrics.slices=[team]",
+                               f"corpus.questions.path={tmp_path / 'questions.csv'}")
     counts = table["slice:team"].value_counts().to_dict()
     assert counts["(missing)"] == 2 and counts["legal"] == 1
     assert run.data.metrics["system/notes_slices_missing_value"] == 2
