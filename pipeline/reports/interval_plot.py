@@ -86,13 +86,14 @@ class Panel:
 
 def slice_panels_png(panels: Sequence[Panel], systems: Sequence[str], title: str) -> bytes:
     """:func:`slice_panels` as PNG."""
-    return slice_panels(panels, systems, title).png()
+    return slice_panels(panels, systems, title)[0].png()
 
 
-def slice_panels(panels: Sequence[Panel], systems: Sequence[str], title: str) -> Canvas:
+def slice_panels(panels: Sequence[Panel], systems: Sequence[str], title: str) -> tuple[Canvas, list[Axes]]:
     """Small multiples: one panel per slice (the first :data:`MAX_PANELS`), :data:`PANEL_COLUMNS` a row; in each, a
     row per system in the order of ``systems`` (names left of each row of panels), its interval a capped line in
-    the system's colour with a dot at the mean. Every panel shares one axis, so slices compare at a glance."""
+    the system's colour with a dot at the mean. Every panel shares one axis, so slices compare at a glance. Returns
+    the canvas and each panel's axes."""
     panels = list(panels)[:MAX_PANELS]
     if not panels or not systems:
         raise ValueError("no slice or no system to draw")
@@ -113,12 +114,14 @@ def slice_panels(panels: Sequence[Panel], systems: Sequence[str], title: str) ->
     tick_labels = decimal_labels(ticks)
     canvas.text((canvas.width / 2, canvas.px(6)), title, "mt", 10, fit=True)
     room = canvas.px(PANEL_IN * 72) - canvas.px(4)
+    drawn = []
     for number, panel in enumerate(panels):
         line, column = divmod(number, columns)
         left = round((NAME_IN + column * (PANEL_IN + PANEL_GAP_IN)) * DPI)
         top = round((HEAD_IN + line * panel_height + PANEL_HEAD_IN) * DPI)
         box = (left, top, left + round(PANEL_IN * DPI), top + round(PANEL_ROW_IN * len(systems) * DPI))
         axes = Axes(canvas, box, (low, high), (len(systems) - 0.5, -0.5))
+        drawn.append(axes)
         axes.grid(ticks, [], GRID_COLOUR)
         width_px = max(1, round(canvas.px(LINE_PT)))
         cap, r = canvas.px(CAP_PT), canvas.px(DOT_PT) / 2
@@ -140,4 +143,4 @@ def slice_panels(panels: Sequence[Panel], systems: Sequence[str], title: str) ->
         heading = [shortened_to(panel.title, room, small)] + ([shortened_to(panel.note, room, small)] if panel.note
                                                                else [])
         axes.title(heading, PANEL_TITLE_PT)
-    return canvas
+    return canvas, drawn
