@@ -119,6 +119,9 @@ ARTIFACT_DIR = "mlartifacts"
 LOOPBACK = "127.0.0.1"  # where servers listen unless exposed
 SERVED_ARTIFACT_ROOT = "mlflow-artifacts:/"  # runs on a server record this; it maps it to its artifacts destination
 DEFAULT_EXPERIMENT = "rankscope"
+# in the environment of every server process python -m pipeline.server starts: PID:START of the command that started it,
+# by which a later command tells a server of its own left behind from another program's (pipeline.team.processes)
+SERVER_OWNER_ENV = "RANKSCOPE_SERVER_OWNER"
 
 # -- MLflow metric names ---------------------------------------------------------------------------------------------
 # A retrieval metric is logged under its MLflow key (``ndcg_at_5``, metrics.spec), its interval's bounds beside it
