@@ -115,6 +115,7 @@ DB_NAME = "mlflow.db"
 LOCK_SUFFIX = ".lock"  # mlflow.db.lock: held while a process makes its first connection to the store
 CREATING_SUFFIX = ".creating"  # mlflow.db.creating: a new store while MLflow builds its tables
 UI_ADDRESS_SUFFIX = ".ui"  # mlflow.db.ui: the address python -m pipeline.ui serves the store on, while it runs
+UI_PORT_ENV = "RANKSCOPE_UI_PORT"  # the port pipeline.ui serves on by default, and that links name before it runs
 ARTIFACT_DIR = "mlartifacts"
 LOOPBACK = "127.0.0.1"  # where servers listen unless exposed
 SERVED_ARTIFACT_ROOT = "mlflow-artifacts:/"  # runs on a server record this; it maps it to its artifacts destination
