@@ -80,13 +80,14 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     then = json.loads(args.then)
     group, parent = os.getpgrp(), os.getppid()
+    # the server first, with the signal dispositions the guard was given (it would inherit an ignored SIGINT)
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL) if command else None
     orphaned = threading.Event()
     # SIGTERM: the command stopping the server (to the whole group: the server ends, then the guard), or the parent-
     # death signal, which a thread of the command ending also sends: only a new parent means the command is gone
     signal.signal(signal.SIGTERM, lambda signum, frame: orphaned.set() if os.getppid() != parent else None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _ask_for_parent_death_signal()
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL) if command else None
     released = threading.Event()
 
     def watch() -> None:  # raw reads: a buffered stdin's lock, held by this thread, would abort the exit
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     end_group(group, args.grace, spare=os.getpid())
     if then:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             subprocess.run(then, cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, timeout=120)
     return 0

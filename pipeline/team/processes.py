@@ -153,6 +153,7 @@ class Leftover:
     owner: str  # the command's mark (PID:START)
     processes: int
     end: Callable[[], None]
+    group: int | None = None  # its process group, which `kill -- -GROUP` ends
 
     def describe(self) -> str:
         """'an MLflow server (13 processes) that an earlier rankscope command (pid 4242, no longer running) left
@@ -200,7 +201,7 @@ def holder_of(port: int) -> Holder | None:
 def leftover_on_port(host: str, port: int, what: str, wait: float = 30.0) -> Leftover | Holder | None:
     """What holds ``port``: a :class:`Leftover` (ours, its command gone: it can be ended), a :class:`Holder` (a
     running command's server, or another program's), or None (nothing found). A server whose command is gone but
-    whose guard still runs is being ended by that guard: waited for, up to ``wait`` seconds, then None."""
+    whose guard still runs is being ended by that guard: waited for (None once it is gone), up to ``wait`` seconds."""
     holder = holder_of(port)
     deadline = time.monotonic() + wait
     while holder is not None and holder.ours and not holder.owner_alive and holder.guard_alive \
@@ -211,4 +212,4 @@ def leftover_on_port(host: str, port: int, what: str, wait: float = 30.0) -> Lef
         return holder
     group = holder.group
     return Leftover(what=what, where=f"port {port} on {host}", owner=holder.owner or "",
-                    processes=len(group_members(group)), end=lambda: end_group(group, grace=20.0))
+                    processes=len(group_members(group)), end=lambda: end_group(group, grace=20.0), group=group)
