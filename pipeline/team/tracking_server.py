@@ -166,7 +166,8 @@ def check_port_free(host: str, port: int, end_leftover: EndLeftover | None = Non
                 return
             raise ServerError(f"port {port} on {host} is still in use after its leftover server was ended: "
                               f"{ANOTHER_PORT}")
-        raise ServerError(f"{found.describe()}: end it with --end-stale, or {ANOTHER_PORT}")
+        how = "--end-stale" if end_leftover is not None else f"`kill -- -{found.group}` (its process group)"
+        raise ServerError(f"{found.describe()}: end it with {how}, or {ANOTHER_PORT}")
     if found is None and port_free(host, port):  # a leftover that its guard has just ended
         return
     if isinstance(found, Holder) and found.ours and found.owner_alive:

@@ -154,6 +154,8 @@ def test_a_leftover_of_a_gone_command_is_named_and_ended_only_when_agreed(tmp_pa
         f"running) left running on port {port} on 127.0.0.1: end it with --end-stale, or give another port (--port N, "
         f"or --port 0 for any free one)")
     assert len(asked) == 1 and asked[0].processes == 2 and not port_free("127.0.0.1", port), "nothing was ended"
+    with pytest.raises(ServerError, match=f"end it with `kill -- -{groups[0]}` \\(its process group\\)"):
+        check_port_free("127.0.0.1", port)  # a caller that cannot end it (python -m pipeline.ui) says how
 
     check_port_free("127.0.0.1", port, lambda leftover: True)
     assert port_free("127.0.0.1", port) and not group_members(groups[0]), "its server and worker were ended"
