@@ -197,6 +197,17 @@ class StoreProcess:
                 answer = ("gone", str(exc))
             answered(answer)
 
+    def settle_ready(self) -> None:
+        """Read the answers that have come already, each handed to its handler, without waiting for the others: a
+        caller sharing work with the copy hands it more as it answers."""
+        while self.unanswered and self.usable() and self.connection is not None and self.connection.poll(0):
+            answered = self.unanswered.pop(0)
+            try:
+                answer = self._answer()
+            except Gone as exc:
+                answer = ("gone", str(exc))
+            answered(answer)
+
     def _ask(self, *request: Any) -> tuple[Any, ...]:
         from pipeline.common.interrupts import deferred
 
