@@ -16,7 +16,7 @@ import base64
 import binascii
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
@@ -173,7 +173,7 @@ def read_calls(query: TraceQuery, span_name: str | None = None,
 
 
 SMALL = 1000  # traces the store process reads alone (this process then never opens the traces' store itself)
-SHARES = 24  # windows of request times a larger reading is cut into, shared between this process and the copy
+SHARES = 32  # windows of request times a larger reading is cut into, shared between this process and the copy
 AHEAD = 2  # windows handed to the copy at a time
 
 
@@ -186,10 +186,12 @@ def read_shared(query: TraceQuery, span_name: str | None, trace_ids: Sequence[st
 
     Up to ``small`` traces, the copy reads them all: this process never loads the SQL store. More, and the query's
     window of request times is cut into ``shares`` windows: the copy reads them from the oldest, this process from the
-    newest, until they meet (the copy is handed :data:`AHEAD` at a time, so a busy copy takes fewer). Named traces
-    (``trace_ids``, a sample) are shared a search at a time. ``convert`` is a module-level function (the copy gets it
-    by name); what it returns crosses the pipe, so it should be small: a ranking, not the spans. Without a copy,
-    or once it is gone, this process reads everything itself."""
+    newest, until they meet. The copy is handed :data:`AHEAD` at a time, so a busy copy takes fewer, and this process
+    never waits for it: a window handed out that has not come back when the others are read is read here too (the
+    copy's answer, read by the next request, is then dropped). Named traces (``trace_ids``, a sample) are shared a
+    search at a time. ``convert`` is a module-level function (the copy gets it by name); what it returns crosses the
+    pipe, so it should be small: a ranking, not the spans. Without a copy, or once it is gone, this process reads
+    everything itself."""
     process = background.current()
     via = sorted(process.uris)[0] if process is not None and process.usable() and process.uris else None
     planned = None if via is None else _in_copy(process, via, _plan, (query, span_name, trace_ids, convert, settings,
@@ -201,16 +203,17 @@ def read_shared(query: TraceQuery, span_name: str | None, trace_ids: Sequence[st
         return done
     found: list[list[Any] | None] = [None] * len(pieces)
     failed: list[BaseException] = []
+    handed: list[int] = []  # the pieces handed to the copy, in order
     ahead, front, back = [0], 0, len(pieces)
 
     def answered(place: int) -> Callable[[tuple[Any, ...]], None]:
         def take(answer: tuple[Any, ...]) -> None:
             ahead[0] -= 1
-            if answer[0] == "returned":
+            if answer[0] == "returned" and found[place] is None:
                 found[place] = answer[1]
             elif answer[0] == "raised":
                 failed.append(answer[1])
-        return take  # gone: the piece stays None, and is read here
+        return take  # gone: the piece is read here
 
     def hand_over() -> None:
         nonlocal front
@@ -220,23 +223,26 @@ def read_shared(query: TraceQuery, span_name: str | None, trace_ids: Sequence[st
                                   answered(front))
             except background.Gone:
                 return
+            handed.append(front)
             front += 1
             ahead[0] += 1
 
     hand_over()
-    while front < back and not failed:
-        back -= 1
-        found[back] = _read_piece(None, pieces[back], experiment_id, span_name, convert, settings)
+    while not failed:
+        if front < back:
+            back -= 1
+            place = back
+        else:  # all handed out: the last one handed, not back yet, is read here too (the copy, niced, may be slow)
+            waiting = [i for i in handed if found[i] is None]
+            if not waiting:
+                break
+            place = waiting[-1]
+        found[place] = _read_piece(None, pieces[place], experiment_id, span_name, convert, settings)
         process.settle_ready()
         hand_over()
-    with suppress(background.Gone):
-        process.settle()
     if failed:
         raise failed[0]
-    for place, piece in enumerate(pieces):
-        if found[place] is None:  # the copy was gone before it answered
-            found[place] = _read_piece(None, piece, experiment_id, span_name, convert, settings)
-    return [item for part in found for item in part or ()]
+    return [item for part in found for item in part or ()]  # answers still owed are read by the next request
 
 
 def _in_copy(process: Any, via: str, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 
 import pytest
 from mlflow import MlflowClient
@@ -17,9 +18,15 @@ from pipeline.tracking import background
 from pipeline.tracking.store import Store
 from pipeline.tracking.traces import TraceQuery, _pages, _with_spans, read_calls, read_shared
 
+TESTS = os.getpid()  # the process running the tests (the store process, forked from it, has another id)
+
 
 def where_read(call, reading):
-    """A trace's ranking and the process that read it (module-level: the store process gets it by name)."""
+    """A trace's ranking and the process that read it (module-level: the store process gets it by name). This
+    process reads slowly, so that the copy, however loaded the machine, answers a piece before this one has read
+    them all (it would then read the copy's pieces too, and the test could not tell who read what)."""
+    if os.getpid() == TESTS:
+        time.sleep(0.05)
     return call.trace_id, os.getpid(), read_call(call, reading)
 
 
