@@ -237,14 +237,23 @@ class TracedRetriever(Retriever):
     def rank(self, query_ids: Sequence[str], texts: Sequence[str], depth: int = 100) -> Run:
         _check_batch(query_ids, texts)
         if self._by_key is None:
-            self._by_key = {}
+            self._by_key, self._keys = {}, {}
             for place, answer in enumerate(self._answers):
-                self._by_key.setdefault(self._key(answer), []).append(place)
+                key = self._key(answer)
+                self._by_key.setdefault(key, []).append(place)
+                self._keys[answer.question] = key  # a corpus question of the same text has the same key
         q: list[str] = []
         d: list[str] = []
         s: list[float] = []
+        keys = self._keys
         for qid, text in zip(query_ids, texts):
-            places = self._by_key.get(str(qid) if self.question_id else question_key(text))
+            if self.question_id:
+                key = str(qid)
+            else:
+                key = keys.get(text)
+                if key is None:
+                    key = question_key(text)
+            places = self._by_key.get(key)
             if not places:
                 self._unanswered.append(str(qid))
                 continue

@@ -361,29 +361,35 @@ def _call(trace: Any, span_name: str | None) -> TracedCall:
     info = trace.info
     root, spans, names = None, [], []
     for span in trace.data.spans:
-        record = _span(span.to_dict(), span_name)
-        names.append(f"{record.name} ({record.kind or 'no type'})")
-        if record.parent_id is None:
-            root = record
-        if record.kind == RETRIEVER or (span_name is not None and record.name == span_name):
-            spans.append(record)
+        data = span.to_dict()
+        attributes = data.get("attributes") or {}
+        kind = attributes.get(SPAN_TYPE)
+        kind = kind.strip('"') if isinstance(kind, str) else None
+        name = str(data.get("name") or "")
+        names.append(f"{name} ({kind or 'no type'})")
+        is_root = not data.get("parent_span_id")
+        ranks = kind == RETRIEVER or (span_name is not None and name == span_name)
+        if is_root or ranks:  # only these are read further: the question, and the rankings
+            record = _span(data, attributes, name, kind)
+            if is_root:
+                root = record
+            if ranks:
+                spans.append(record)
     spans.sort(key=lambda s: s.start_ns)
     state = getattr(info.state, "value", info.state)
     return TracedCall(info.trace_id, int(info.request_time), str(state), info.tags.get(TRACE_NAME),
                       dict(info.tags), root, spans, names, [_assessment(a) for a in info.assessments or []])
 
 
-def _span(data: dict[str, Any], span_name: str | None) -> SpanRecord:
-    attributes = data.get("attributes") or {}
-    kind = attributes.get(SPAN_TYPE)
-    kind = kind.strip('"') if isinstance(kind, str) else None
+def _span(data: dict[str, Any], attributes: dict[str, Any], name: str, kind: str | None) -> SpanRecord:
     status = data.get("status") or {}
     error = None
     if isinstance(status, dict) and status.get("code") == STATUS_ERROR:
         error = str(status.get("message") or "")
-    return SpanRecord(_hex_id(data.get("span_id")), _hex_id(data.get("parent_span_id")) if data.get("parent_span_id")
-                      else None, str(data.get("name") or ""), kind, int(data.get("start_time_unix_nano") or 0),
-                      attributes.get(SPAN_INPUTS), attributes.get(SPAN_OUTPUTS), error)
+    parent = data.get("parent_span_id")
+    return SpanRecord(_hex_id(data.get("span_id")), _hex_id(parent) if parent else None, name, kind,
+                      int(data.get("start_time_unix_nano") or 0), attributes.get(SPAN_INPUTS),
+                      attributes.get(SPAN_OUTPUTS), error)
 
 
 def _hex_id(value: Any) -> str:
