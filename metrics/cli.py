@@ -187,9 +187,11 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         cols = columns(args.measures or ["official"])
         from metrics.judged import judged_only
-        from metrics.trec import read_qrels, read_trec_run
+        from metrics.trec import NO_RESULTS_QUERY, read_qrels, read_trec_run
 
         qrels = read_qrels(args.qrels)
+        if not len(qrels):
+            raise InputError("holds no judgment: nothing to evaluate against", args.qrels)
         run = read_trec_run(args.run)
         if not len(run.query_ids) or not run.lengths.any():
             raise InputError("the run holds no result line: nothing to evaluate (trec_eval refuses it too)", args.run)
@@ -199,7 +201,15 @@ def _main(argv: Sequence[str] | None) -> int:
             run = run.truncated(args.max_docs)
         if args.judged_only:
             run = judged_only(run, qrels)
-        lines, notes = report(qrels, run, cols, args.per_question, args.complete, args.level)
+        nothing = run.query_ids.tolist() == [NO_RESULTS_QUERY]  # rankscope's line for a run that retrieved nothing
+        said = (f"the run retrieved nothing for any question (its one line, for question {NO_RESULTS_QUERY}, is there "
+                f"for trec_eval, which refuses an empty file)")
+        try:
+            lines, notes = report(qrels, run, cols, args.per_question, args.complete, args.level)
+        except InputError as err:
+            raise InputError(f"{err}: {said}; -c scores every judged question 0") if nothing else err from None
+        if nothing:
+            notes.insert(0, f"note: {said}: every judged question scores 0")
     except InputError as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 2

@@ -1,9 +1,10 @@
 """Every figure a job logs comes back from its own run.trec: ``python -m metrics -c -q`` on that file prints the
 job's per-question values and means, and trec_eval's own ordering rule and code (pytrec_eval) agree.
 
-For every retriever kind, on the help-desk corpus, on a corpus built so that scores tie everywhere, and (slow) on
-SciFact. A job orders ties by id ascending (docs/helpdesk-reference.md); trec_eval orders them by docno descending: the
-run file a job writes encodes the job's order (``metrics.trec``), so both read it back as the job scored it.
+For every retriever kind (and an engine that returns nothing), on the help-desk corpus, on a corpus built so that
+scores tie everywhere, and (slow) on SciFact. A job orders ties by id ascending (docs/helpdesk-reference.md);
+trec_eval orders them by docno descending: the run file a job writes encodes the job's order (``metrics.trec``), so
+both read it back as the job scored it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ KINDS = {
     "rerank": ["retriever=rerank"],
     "run_file": ["retriever=run_file"],  # + retriever.path: a run file with ties and shuffled ranks, made below
     "custom": ["retriever=custom", f"retriever._target_={ENGINE}"],  # scores are word counts: ties everywhere
+    # an engine that returns nothing for any question: its run.trec holds one line for a question no qrels hold
+    # (trec_eval and python -m metrics refuse an empty file), and -c gives back the job's zeros
+    "nothing": ["retriever=custom", "retriever._target_=tests.pipeline.config.engines.EmptyFor"],
     "http": [],
 }
 
