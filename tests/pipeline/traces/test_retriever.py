@@ -279,3 +279,17 @@ def test_an_experiment_that_does_not_exist_is_one_line_from_the_command(folder):
                     f"rag-uris, rankscope)")
     (run,) = job_runs(folder)
     assert run.info.status == "FAILED"
+
+
+@pytest.mark.slow  # a process of its own: CI runs it in make test-slow
+def test_the_command_whose_store_process_reads_the_traces_logs_what_the_job_in_process_logs(folder):
+    """``python -m pipeline`` forks a store process, which reads the traces (tests/pipeline/traces/test_reading.py
+    shares a larger reading between the two): the same figures, ranking and notes as a job that reads them itself."""
+    overrides = ("retriever=traces", "retriever.experiment=rag-bad-raising", f"depth={K}")
+    here = job(folder, log_run(folder, *overrides))
+    done = run_pipeline(folder, *overrides, env={"RANKSCOPE_STORE_PROCESS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_id = re.search(r"MLflow: run (\w+)", done.stdout).group(1)
+    there = job(folder, run_id)
+    assert_same_figures(here, there)
+    assert here["run"].data.tags[TAG_NOTES] == there["run"].data.tags[TAG_NOTES]
