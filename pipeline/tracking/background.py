@@ -187,20 +187,13 @@ class StoreProcess:
             self._send(("publish", str(folder)))
         self.unanswered.append(answered)
 
-    def settle(self) -> None:
-        """Read the answers to the requests sent without waiting, in order, each handed to its handler."""
+    def settle(self, waiting: bool = True) -> None:
+        """Read the answers to the requests sent without waiting, in order, each handed to its handler; with
+        ``waiting=False`` only those that have come already (a caller sharing work with the copy hands it more as it
+        answers)."""
         while self.unanswered and os.getpid() == self.owner:
-            answered = self.unanswered.pop(0)
-            try:
-                answer = self._answer()
-            except Gone as exc:
-                answer = ("gone", str(exc))
-            answered(answer)
-
-    def settle_ready(self) -> None:
-        """Read the answers that have come already, each handed to its handler, without waiting for the others: a
-        caller sharing work with the copy hands it more as it answers."""
-        while self.unanswered and self.usable() and self.connection is not None and self.connection.poll(0):
+            if not waiting and (self.connection is None or not self.connection.poll(0)):
+                return
             answered = self.unanswered.pop(0)
             try:
                 answer = self._answer()

@@ -238,7 +238,7 @@ def read_shared(query: TraceQuery, span_name: str | None, trace_ids: Sequence[st
                 break
             place = waiting[-1]
         found[place] = _read_piece(None, pieces[place], experiment_id, span_name, convert, settings)
-        process.settle_ready()
+        process.settle(waiting=False)
         hand_over()
     if failed:
         raise failed[0]
