@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune,chunk]'
 	$(BIN)/python -m compileall -q pipeline metrics retrievers  # an editable install is not byte-compiled: every command would compile ~0.5 MB of source (0.2 s) where PYTHONDONTWRITEBYTECODE is set
 	touch $(STAMP)
 
@@ -27,7 +27,7 @@ test-stress: $(STAMP)
 	$(BIN)/python -m tests.stress
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune,cluster,ray,browser,judge]'  # launcher plugins, playwright, Label Studio
+	$(BIN)/python -m pip install --quiet -e '.[dev,team,dense,tune,chunk,cluster,ray,browser,judge]'  # launcher plugins, playwright, Label Studio
 	$(BIN)/python -m pytest -q -m slow
 
 lint: $(STAMP)

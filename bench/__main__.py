@@ -52,6 +52,9 @@ def make_parser() -> argparse.ArgumentParser:
                         help="questions for the end-to-end figure, then for steady-state throughput")
     parser.add_argument("--repeats", type=int, default=3, help="fresh processes per measurement (median kept)")
     parser.add_argument("--repeats-1m", type=int, default=1, help="repeats at 1M documents and more")
+    parser.add_argument("--metric-lines", default="1m,5m",
+                        help="TREC runs python -m metrics reads against pytrec_eval, in lines (default: 1m,5m; '' to "
+                             "skip; python -m bench.metrics_scale runs that part alone)")
     parser.add_argument("--no-scifact", action="store_true", help="skip SciFact (it needs ../shared)")
     parser.add_argument("--no-metrics", action="store_true", help="skip the metric and bootstrap timings")
     parser.add_argument("--no-bm25", action="store_true", help="skip the BM25 timings")
@@ -76,6 +79,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.quick:
         args.sizes, args.questions, args.repeats, args.repeats_1m = "10k", "200,1000", 1, 1
         args.heavy_sizes = "10k"
+        args.metric_lines = "100k"
     missing = missing_peers(not args.no_bm25, not args.no_metrics)
     if missing:
         print(f"{parser.prog}: the peers to compare with are not installed ({', '.join(missing)}): {EXTRA}, or "
@@ -95,6 +99,7 @@ def run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         work=args.work,
         heavy_sizes=[] if args.no_bm25 else parse_sizes(args.heavy_sizes),
         duel_rounds=args.duel_rounds,
+        scale_lines=parse_sizes(args.metric_lines),
     )
     print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)

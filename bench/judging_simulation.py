@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.judging_simulation", description=__doc__.split("\n\n")[0])
     p.add_argument("folder", type=Path)
     p.add_argument("--retrievers", default="bm25,dense,rrf_dense")
-    p.add_argument("--budget", type=int, help="the assessor grades only the first N pairs (default: the whole pool)")
+    p.add_argument("--budget", type=int, help="pool only the first N pairs for the assessor (default: the whole pool)")
     p.add_argument("--scifact", type=Path, default=SCIFACT)
     args = p.parse_args(argv)
     folder = args.folder.resolve()
@@ -161,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         gate = subprocess.run([sys.executable, "-m", "pipeline.gate", candidate, "--baseline", baseline], cwd=folder,
                               capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
         print((gate.stdout + gate.stderr).strip())
-    pooled = command(folder, "pipeline.judge", "pool", parent, "--to", "to_judge.csv", "--budget", "300")
+    budget = ["--budget", str(args.budget)] if args.budget else []  # judged@10 after 300 is among the report's budgets
+    pooled = command(folder, "pipeline.judge", "pool", parent, "--to", "to_judge.csv", *budget)
     print(pooled)
     graded = assess(folder / "to_judge.csv", files["hidden"], folder / "judged.csv", args.budget)
     print(f"simulated assessor: {graded} pairs graded")

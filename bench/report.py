@@ -363,7 +363,7 @@ def machine() -> str:
 
 def run_all(sizes: list[int], first: int, steady: int, repeats: int, repeats_large: int, scifact: bool,
             metrics: bool, metric_questions: int, work: Path, heavy_sizes: list[int] | None = None,
-            duel_rounds: int = DUEL_ROUNDS) -> str:
+            duel_rounds: int = DUEL_ROUNDS, scale_lines: list[int] | None = None) -> str:
     work.mkdir(parents=True, exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M")
     results: dict[str, list[Measured]] = {}
@@ -389,6 +389,13 @@ def run_all(sizes: list[int], first: int, steady: int, repeats: int, repeats_lar
                                             slow_peers=False)
         heavy_duels[label(n)] = duel(data, HEAVY_QUESTIONS, work, duel_rounds)
     metric_lines, metric_data = metric_rows(metric_questions, repeats, work) if metrics else ([], None)
+    scale = None
+    if metrics and scale_lines:  # python -m metrics on TREC runs of millions of lines (issue 47)
+        from bench import metrics_scale
+
+        found = metrics_scale.run_scale(scale_lines, repeats, work / "metrics_scale",
+                                        metrics_scale.find_trec_eval(None))
+        scale = [*metrics_scale.table(found, repeats), ""], metrics_scale.targets(found)
 
     lines = [
         "# Benchmark results",
@@ -436,6 +443,8 @@ def run_all(sizes: list[int], first: int, steady: int, repeats: int, repeats_lar
         lines += ["## Metrics", "", *metric_lines, ""]
     if metrics:
         lines += [bootstrap_line(), ""]
+    if scale:
+        lines += ["## python -m metrics on large runs (issue 47)", "", *scale[0]]
     lines += ["## Targets", "", *targets(results, metric_data, duels), *heavy_targets(heavy_results, heavy_duels),
-              ""]
+              *(scale[1] if scale else []), ""]
     return "\n".join(lines)

@@ -50,6 +50,27 @@ class Qrels:
         q, d, g = zip(*rows)
         return cls(np.array(q, dtype=object), np.array(d, dtype=object), np.array(g))
 
+    @classmethod
+    def from_codes(cls, query_vocab: np.ndarray, query_codes: np.ndarray, doc_vocab: np.ndarray,
+                   doc_codes: np.ndarray, grades: np.ndarray) -> Qrels:
+        """Judgments already as codes into their distinct ids (first-seen order, as :meth:`_encode` makes them): a
+        reader that factorised the ids itself skips doing it again. A pair judged twice is refused, as always."""
+        qrels = cls.__new__(cls)
+        query_vocab = np.asarray(query_vocab, dtype=object)
+        doc_vocab = np.asarray(doc_vocab, dtype=object)
+        object.__setattr__(qrels, "query_ids", query_vocab[query_codes])
+        object.__setattr__(qrels, "doc_ids", doc_vocab[doc_codes])
+        object.__setattr__(qrels, "grades", np.asarray(grades, dtype=np.int64))
+        object.__setattr__(qrels, "_relevant", {})
+        repeat = first_repeat(query_codes * len(doc_vocab) + doc_codes) if len(grades) else None
+        if repeat is not None:
+            i = repeat[0]
+            raise ValueError(f"judgments name a (question, document) pair twice: question "
+                             f"{qrels.query_ids[i]}, document {qrels.doc_ids[i]}")
+        object.__setattr__(qrels, "codes", QrelsCodes(query_vocab, np.asarray(query_codes, dtype=np.int64),
+                                                      doc_vocab, np.asarray(doc_codes, dtype=np.int64)))
+        return qrels
+
     def to_dict(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
         for q, d, g in zip(self.query_ids, self.doc_ids, self.grades):

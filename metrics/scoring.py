@@ -8,11 +8,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from metrics import ranking
+from metrics import ranking, trec_measures
+from metrics.chunks import ChunkRun, Chunks
+from metrics.errors import InputError
 from metrics.judged import Judged, judge
 from metrics.qrels import Qrels
 from metrics.run import Run
-from metrics.spec import MetricSpec, parse_metrics
+from metrics.spans import Spans
+from metrics.spec import TREC_MEASURES, MetricSpec, parse_metrics
 
 COUNTS = ("num_ret", "num_rel", "num_rel_ret")  # trec_eval's counts, per question
 
@@ -45,8 +48,10 @@ def compute(judged: Judged, metrics: Sequence[MetricSpec], settings: EvalSetting
     rel = judged.relevant(settings.level)
     n_rel = judged.n_relevant(settings.level)
     out: dict[str, np.ndarray] = {}
-    gain = ideal = None
+    gain = ideal = more = None
     for spec in metrics:
+        if spec.needs_chunks:  # a ranking of chunks' measure: metrics.context computes it
+            continue
         if spec.measure == "hit_rate":
             out[spec.name] = ranking.hit_rate(rel, spec.k)
         elif spec.measure == "recall":
@@ -68,6 +73,9 @@ def compute(judged: Judged, metrics: Sequence[MetricSpec], settings: EvalSetting
             if gain is None:
                 gain, ideal = judged.gains(settings.gain)
             out[spec.name] = ranking.ndcg(gain, ideal, spec.k)
+        elif spec.measure in TREC_MEASURES:  # the rest of trec_eval's all_trec (issue 47)
+            more = more or trec_measures.TrecMeasures(judged, settings.level, settings.gain)
+            out[spec.name] = trec_measures.value(more, spec)
         else:  # pragma: no cover - parse_metric rejects unknown measures
             raise ValueError(spec.measure)
     return out
@@ -86,12 +94,18 @@ def score(
     metrics: Sequence[MetricSpec | str] | str,
     settings: EvalSettings | None = None,
     query_ids: Sequence[str] | None = None,
+    chunks: ChunkRun | None = None,
+    spans: Spans | None = None,
+    chunking: Chunks | None = None,
 ) -> Scores:
     """Score ``run`` against ``qrels``.
 
     The questions scored are those with at least one relevant judgment (``query_ids`` narrows them); the
     others are listed in ``without_judgments``. A scored question missing from the run scores 0 (or is left
     out, with ``missing="skip"``, as trec_eval does without ``-c``).
+
+    Span and token-budget measures (:mod:`metrics.context`) read ``chunks``, the ranking of chunks ``run`` was made
+    from, and ``spans``, the span judgments (``chunking``: every chunk, for ``span_precision_omega``).
     """
     settings = settings or EvalSettings()
     specs = specs_of(metrics)
@@ -107,5 +121,15 @@ def score(
     judged = judge(run, qrels, scored)
     rel = judged.relevant(settings.level)
     counts = dict(zip(COUNTS, (judged.lengths, judged.n_relevant(settings.level), rel.count())))
-    return Scores(scored, compute(judged, specs, settings), specs, settings, ranking.first_relevant_rank(rel),
-                  counts, without, missing)
+    values = compute(judged, specs, settings)
+    chunk_specs = [s for s in specs if s.needs_chunks]
+    if chunk_specs:
+        if chunks is None:
+            raise InputError(f"{', '.join(s.name for s in chunk_specs)}: these read a ranking of chunks "
+                             f"(python -m metrics: --chunks chunks.tsv)")
+        from metrics.context import chunk_values
+
+        values.update(chunk_values(chunks, qrels, spans, chunk_specs, scored, settings.level, settings.gain,
+                                   chunking))
+    values = {s.name: values[s.name] for s in specs}  # in the order asked
+    return Scores(scored, values, specs, settings, ranking.first_relevant_rank(rel), counts, without, missing)

@@ -83,3 +83,20 @@ def shown(value: str) -> str:
     """A value quoted in an error line: its repr (control characters escaped), cut to :data:`SHOWN` characters."""
     text = repr(value)
     return text if len(text) <= SHOWN else text[: SHOWN - 4] + "...'"
+
+
+def tsv_rows(path: str | Path, columns: tuple[str, ...], what: str) -> Iterator[tuple[int, list[str]]]:
+    """The rows of a tab-separated file whose header starts with ``columns`` (a job's ``chunks.tsv``, ``spans.tsv``
+    ...), numbered by line, blank lines skipped; a missing or other header, or a row of too few fields, is one line
+    naming the file and line. ``what`` names the file for the header's message (``a job's chunks.tsv``)."""
+    lines = text_lines(path)
+    header = next(lines, None)
+    if header is None or [h.strip() for h in header[1].rstrip("\r\n").split("\t")][: len(columns)] != list(columns):
+        raise InputError(f"expected the header {' '.join(columns)} ({what})", path, 1)
+    for number, line in lines:
+        if not line.strip():
+            continue
+        row = line.rstrip("\r\n").split("\t")
+        if len(row) < len(columns):
+            raise InputError(f"expected {len(columns)} tab-separated fields, found {len(row)}", path, number)
+        yield number, row

@@ -2,14 +2,19 @@
 
 - ``pool SELECTOR...``: the unjudged pairs in the top k of a sweep (its parent run), runs or selectors, ordered so the
   first judgments do the most good; judged@k of every system after each budget; ``--to label-studio`` pushes the
-  pool to a Label Studio project, ``--to FILE.csv`` writes a sheet to fill in a spreadsheet.
+  pool to a Label Studio project, ``--to FILE.csv`` writes a sheet to fill in a spreadsheet; ``--budget N`` saves
+  and hands over only the first N pairs.
 - ``pull``: the grades back (from Label Studio, or sheets), agreement between assessors, one grade per pair, and the
-  next qrels version written as TREC and BEIR qrels and logged to MLflow as a dataset.
+  next qrels version written as TREC and BEIR qrels and logged to MLflow as a dataset. Refused when the assessors
+  agree less than ``agreement.minimum`` (kappa 0.4) and some of their ties are left to a rule, unless ``--force``.
+- ``adjudicate``: the pairs the merge rule leaves tied (two assessors who differ) pushed to a Label Studio project of
+  their own for a third assessor; ``pull`` then reads the round's grades, each settling its tie.
 - ``rescore SELECTOR... --qrels VERSION``: every selected run's stored ranking scored against the version, logged as
   new runs (one MLflow experiment per version), and what changed.
 
 Exit status: 0 done; 2 bad input (one line on stderr: a project that does not exist, a wrong token, a grade outside
-the scale, an annotation for a pair not in the pool, an unreachable server), nothing half-written.
+the scale, an annotation for a pair not in the pool, an unreachable server, assessors who agree too little), nothing
+half-written.
 """
 
 from __future__ import annotations
@@ -51,7 +56,8 @@ def parser() -> argparse.ArgumentParser:
     pool.add_argument("--qrels", help="pool against this qrels version (digest or file) instead of the runs' own")
     pool.add_argument("--depth", type=int, help="each system's top DEPTH is pooled (default 10)")
     pool.add_argument("--order", help="depth (plain depth-k) or rbp (rank-biased priority, the default)")
-    pool.add_argument("--budget", type=int, action="append", help="report judged@k after this many judgments")
+    pool.add_argument("--budget", type=int, help="judge at most N pairs: only the first N of the order are saved and "
+                                                  "pushed (or written to the sheet); judged@k after N is reported")
     pool.add_argument("--corpus", help="only runs on this corpus (a selector matching several corpora needs it)")
     _label_studio_options(pool)
     _store_options(pool)
@@ -60,10 +66,23 @@ def parser() -> argparse.ArgumentParser:
                       help=f"{LABEL_STUDIO} (the default) or a filled sheet; repeat for several sheets")
     pull.add_argument("--pool", help=f"the pool's folder (default: {JUDGING_DIR}/PROJECT, or the sheet's pool)")
     pull.add_argument("--rule", help="several assessors per pair: majority (default) or median")
+    pull.add_argument("--ties", help="a pair the rule leaves tied: lower (the default), higher, or adjudicated "
+                                     "(only a third assessor's grade settles it: see adjudicate)")
+    pull.add_argument("--min-agreement", type=float, metavar="KAPPA",
+                      help="refuse a version whose assessors agree less (default: the settings', kappa 0.4)")
+    pull.add_argument("--force", action="store_true", help="take the version although its assessors agree less "
+                                                           "than the minimum")
     pull.add_argument("--override", action="store_true", help="a new grade replaces a contradicting old one")
     pull.add_argument("--no-log", action="store_true", help="write the version's files, log nothing to MLflow")
     _label_studio_options(pull)
     _store_options(pull)
+    adjudicate = sub.add_parser("adjudicate", help="push the pairs the assessors left tied to a third assessor")
+    adjudicate.add_argument("--from", dest="sources", action="append", metavar="SOURCE",
+                            help=f"where the grades are: {LABEL_STUDIO} (the default) or filled sheets")
+    adjudicate.add_argument("--pool", help=f"the pool's folder (default: {JUDGING_DIR}/PROJECT, or the sheet's pool)")
+    adjudicate.add_argument("--rule", help="the merge rule whose ties are pushed: majority (default) or median")
+    _label_studio_options(adjudicate)
+    adjudicate.add_argument("--judge", default="default", help="settings: conf/judge/NAME.yaml or a YAML file")
     rescore = sub.add_parser("rescore", help="score runs' stored rankings against a qrels version")
     rescore.add_argument("selectors", nargs="+", help="a sweep's parent run id, run ids, names, tag:KEY=VALUE")
     rescore.add_argument("--qrels", required=True, help="the version: its digest (or a unique prefix) or a qrels file")
@@ -82,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from pipeline.judge_steps import commands
 
-        run = {"pool": commands.pool, "pull": commands.pull, "rescore": commands.rescore}[args.command]
+        run = {"pool": commands.pool, "pull": commands.pull, "adjudicate": commands.adjudicate,
+               "rescore": commands.rescore}[args.command]
         return run(args, Path.cwd())
     except (InputError, *STORE_ERRORS) as exc:
         print(refusal(SAYS, exc), file=sys.stderr)

@@ -110,6 +110,12 @@ class Retriever(ABC):
         is logged to that store); ``(None, [])`` for a retriever that ranks by itself."""
         return None, []
 
+    def index_bytes(self) -> int | None:
+        """How many bytes the index holds in memory (its arrays), for a job's record; a fusion's is its components';
+        None when it cannot tell (a user's engine, a service)."""
+        parts = [c.index_bytes() for c in getattr(self, "components", None) or ()]
+        return sum(parts) if parts and None not in parts else None
+
     def files(self) -> dict[str, bytes]:
         """Files to keep beside the run, name -> content (what the rankings were read from, to trace a result back
         to it): written into the job's folder and logged with the run. Asked after ranking."""
@@ -155,6 +161,20 @@ def _assemble(retriever: ScoringRetriever, query_ids, docs: list, scores: list, 
                    retriever.name)
     return Run(np.array(query_ids, dtype=object), retriever.doc_ids, np.vstack(docs), np.vstack(scores),
                retriever.name)
+
+
+def array_bytes(*things: object) -> int:
+    """The bytes held by arrays: numpy arrays, scipy sparse matrices, and those among an object's attributes (one
+    level down: a dataclass of arrays)."""
+    total = 0
+    for thing in things:
+        if isinstance(thing, np.ndarray):
+            total += thing.nbytes
+        elif hasattr(thing, "indptr") and hasattr(thing, "data") and hasattr(thing, "indices"):  # scipy sparse
+            total += thing.data.nbytes + thing.indices.nbytes + thing.indptr.nbytes
+        elif hasattr(thing, "__dict__"):
+            total += sum(v.nbytes for v in vars(thing).values() if isinstance(v, np.ndarray))
+    return total
 
 
 def select_rows(run: Run, query_ids: Sequence[str], depth: int, name: str) -> Run:

@@ -25,6 +25,7 @@ from retrievers.base import (
     ScoringRetriever,
     _assemble,
     _check_batch,
+    array_bytes,
     counts_of,
 )
 from retrievers.maxscore import Postings
@@ -173,6 +174,9 @@ class BM25(ScoringRetriever):
         self._by_term = weigh(layout.counts(), norms_of(layout.lengths, self.k1, self.b), self.k1)
         self._postings = Postings.build(self._by_term)
         return self
+
+    def index_bytes(self) -> int:
+        return array_bytes(self._by_term, self._postings)
 
     def _questions(self, texts: Sequence[str]) -> sp.csr_matrix:
         """Questions as term indicators over the index's rows (see :meth:`index` for their order)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retrievers.base import BuildContext, Documents, NotIndexedError, ScoringRetriever, corpus_digest
+from retrievers.base import BuildContext, Documents, NotIndexedError, ScoringRetriever, array_bytes, corpus_digest
 from retrievers.cache import cache_root
 from retrievers.embedding_cache import EMBEDDINGS, EmbeddingCache
 from retrievers.encoders import DEFAULT_MODEL, Encoder, check_available, load_encoder
@@ -97,6 +97,9 @@ class Dense(ScoringRetriever):
                                                                     lambda: self._encode_documents(texts))
         self._query_memo = {}
         return self
+
+    def index_bytes(self) -> int:
+        return array_bytes(self._doc_vectors)
 
     def _encode_documents(self, texts: list[str]) -> np.ndarray:
         """The documents' vectors; an encoding that will take long says so once its first batch is timed, with the

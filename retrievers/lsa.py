@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from retrievers.base import Documents, NotIndexedError, ScoringRetriever, counts_of
+from retrievers.base import Documents, NotIndexedError, ScoringRetriever, array_bytes, counts_of
 from retrievers.text import TFIDF_STATS, TermCounts, Tokenizer
 
 DEGENERATE = 50  # documents per dimension beyond which an explicit dims is reported as too few
@@ -145,6 +145,9 @@ class LSA(ScoringRetriever):
         self._doc_vectors = unit_rows(coordinates)[order]
         self._terms = terms
         return self
+
+    def index_bytes(self) -> int:
+        return array_bytes(self._doc_vectors, self._components)
 
     def notes(self) -> list[str]:
         """A dimension count far below what the corpus needs ranks it poorly without failing: say so."""

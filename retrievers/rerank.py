@@ -57,6 +57,10 @@ class Rerank(Retriever):
         self.doc_ids = self.second.doc_ids
         return self
 
+    def index_bytes(self) -> int | None:
+        parts = [self.first.index_bytes(), self.second.index_bytes()]
+        return None if None in parts else sum(parts)
+
     def rank(self, query_ids: Sequence[str], texts: Sequence[str], depth: int = 100) -> Run:
         _check_batch(query_ids, texts)
         first = self.first.rank(query_ids, texts, self.candidates)

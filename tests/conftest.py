@@ -68,6 +68,13 @@ def irds_home(scifact_folder) -> Path:
 
 
 @pytest.fixture(scope="session")
+def irds_cranfield(cranfield_folder) -> Path:
+    """The tests' ``IR_DATASETS_HOME`` seeded with Cranfield as ir_datasets downloads it (``cranfield/cran.tar.gz``,
+    made from the BEIR copy with its gains turned back into the original relevance codes)."""
+    return datasets.seed_cranfield(TEST_IRDS_HOME, cranfield_folder)
+
+
+@pytest.fixture(scope="session")
 def helpdesk_runs(helpdesk_collection):
     """docs/helpdesk-reference.md's four systems with default settings, each ranking every help-desk question to depth
     100."""

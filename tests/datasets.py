@@ -17,6 +17,7 @@ DATASETS_ENV = "RANKSCOPE_DATASETS"
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 TREC_EVAL_SUITE = REPO / "tests" / "metrics" / "trec_eval"  # NIST trec_eval 10.0's test files (see _README there)
 SCIFACT_ZIP = Path("beir") / "scifact" / "source.zip"  # ir_datasets' cache path for BEIR SciFact
+CRANFIELD_TAR = Path("cranfield") / "cran.tar.gz"  # ir_datasets' cache path for Cranfield
 IRDS_HOME_ENV = "IR_DATASETS_HOME"
 
 
@@ -88,3 +89,32 @@ def missing(name: str) -> str:
     if name == "scifact":
         where += f" or {USERS_IRDS_HOME / SCIFACT_ZIP}"
     return f"{name} not found ({where}): set {DATASETS_ENV} to a folder holding it in BEIR layout"
+
+
+def seed_cranfield(home: Path, cranfield: Path, extra_judgments: str = "") -> Path:
+    """Cranfield as ir_datasets downloads it (``cranfield/cran.tar.gz``: ``cran.all.1400``, ``cran.qry`` and
+    ``cranqrel`` in the original layout), made from the BEIR copy. That copy holds gains, 5 - code, and lacks the
+    original's 225 judgments of -1 (``../shared/datasets/README.md``): ``cranqrel`` gets the codes back, and
+    ``extra_judgments`` (``qid docno code`` lines) is appended to it."""
+    import io
+    import json
+    import tarfile
+
+    def records(name: str) -> list[dict]:
+        with open(cranfield / name, encoding="utf-8") as handle:
+            return [json.loads(line) for line in handle if line.strip()]
+
+    docs = "".join(f".I {d['_id']}\n.T\n{d.get('title', '')}\n.A\n\n.B\n\n.W\n{d.get('text', '')}\n"
+                   for d in records("corpus.jsonl"))
+    queries = "".join(f".I {n:03d}\n.W\n{q['text']}\n" for n, q in enumerate(records("queries.jsonl"), 1))
+    rows = (cranfield / "qrels" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    qrels = "".join(f"{q} {d} {5 - int(g)}\n" for q, d, g in (r.split("\t") for r in rows if r.strip()))
+    archive = home / CRANFIELD_TAR
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive, "w:gz") as packed:
+        for name, text in (("cran.all.1400", docs), ("cran.qry", queries), ("cranqrel", qrels + extra_judgments)):
+            data = text.encode()
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            packed.addfile(member, io.BytesIO(data))
+    return home

@@ -31,6 +31,7 @@ MAX_PAIRED = 40  # above this many distinct systems (780 pairs), only the compar
 
 JUDGED = MetricSpec("judged", 10)
 JUDGED_FLOOR = 0.8  # below it, too much of a system's top 10 was never judged: its nDCG undercounts
+RBP, RBP_RESIDUAL = MetricSpec("rbp"), MetricSpec("rbp_resid")  # a thinly judged system's warning shows them
 
 
 def thinly_judged(judged: float | None) -> bool:
@@ -141,6 +142,14 @@ class SweepSummary:
         found = {s.name: s for s in self.finished}
         return {name: (float(s.metrics[JUDGED.mlflow_key]), s.metrics.get(NOT_RELEVANT_METRIC) == 0)
                 for name, s in found.items() if thinly_judged(s.metrics.get(JUDGED.mlflow_key))}
+
+    def rbp(self, name: str) -> tuple[float, float] | None:
+        """A finished system's rbp and its residual (how much its unjudged documents could add), when it measured
+        both."""
+        found = next((s for s in self.finished if s.name == name), None)
+        if found is None or RBP.mlflow_key not in found.metrics or RBP_RESIDUAL.mlflow_key not in found.metrics:
+            return None
+        return float(found.metrics[RBP.mlflow_key]), float(found.metrics[RBP_RESIDUAL.mlflow_key])
 
 
 def group_label(members: list[str]) -> str:

@@ -1,7 +1,9 @@
 """Label Studio, the one module that talks to it: through its REST API (``Authorization: Token ...``, a legacy API
 token), with the standard library's HTTP client. A project per pool: a labeling config showing the question, the
 document and the graded scale (each grade's meaning written in), the pool pushed as tasks in judging order, never a
-pair twice; the annotations read back by export.
+pair twice; the annotations read back by export. An adjudication round is a project of its own whose tasks also show
+the grades given so far (:data:`ADJUDICATING`): a project's labeling interface is an :class:`Interface`, the texts it
+shows and the control whose annotations are read back.
 
 The token is read from the environment variable the settings name (``label_studio.token_env``), never from the
 command line or a file rankscope writes. Every failure is one line: the server cannot be reached, it refuses the
@@ -16,6 +18,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
@@ -29,15 +32,33 @@ GRADE = "grade"  # the labeling config's Choices control: each annotation's grad
 PAGE = 100
 
 
+@dataclass(frozen=True)
+class Interface:
+    """A project's labeling interface: the task's texts it shows, in order (the task data's field, its header), then
+    one choice per grade of the scale (its meaning shown, the grade itself stored: ``alias``) under :data:`GRADE`."""
+
+    shown: tuple[tuple[str, str], ...] = (("question", "Question"), ("document", "Document"))
+    asked: str = "How well does the document answer the question?"
+
+    def config(self, scale: Scale) -> str:
+        choices = "\n".join(f"    <Choice value={quoteattr(f'{g}: {m}')} alias={quoteattr(str(g))}/>"
+                            for g, m in scale.meanings)
+        texts = "".join(f'  <Header value={quoteattr(header)}/>\n  <Text name="{field}" value="${field}"/>\n'
+                        for field, header in self.shown)
+        return (f'<View>\n{texts}  <Header value={quoteattr(self.asked)}/>\n'
+                f'  <Choices name="{GRADE}" toName="document" choice="single-radio" required="true">\n{choices}\n'
+                f'  </Choices>\n</View>')
+
+
+GRADING = Interface()  # a pool's project: the question, the document, the grade
+EARLIER = "earlier"  # an adjudication task's field: the grades its assessors gave
+ADJUDICATING = Interface((*GRADING.shown, (EARLIER, "Grades given so far (the assessors disagree)")),
+                         "Your grade settles it: how well does the document answer the question?")
+
+
 def labeling_config(scale: Scale) -> str:
-    """The question, the document, and one choice per grade: its meaning shown, the grade itself stored (``alias``)."""
-    choices = "\n".join(f"    <Choice value={quoteattr(f'{g}: {m}')} alias={quoteattr(str(g))}/>"
-                        for g, m in scale.meanings)
-    return (f'<View>\n  <Header value="Question"/>\n  <Text name="question" value="$question"/>\n'
-            f'  <Header value="Document"/>\n  <Text name="document" value="$document"/>\n'
-            f'  <Header value="How well does the document answer the question?"/>\n'
-            f'  <Choices name="{GRADE}" toName="document" choice="single-radio" required="true">\n{choices}\n'
-            f'  </Choices>\n</View>')
+    """A pool's project's labeling config (:data:`GRADING`)."""
+    return GRADING.config(scale)
 
 
 class LabelStudio:
@@ -100,10 +121,11 @@ class LabelStudio:
                              f"--project {title!r} makes it)")
         return found
 
-    def ensure_project(self, title: str, scale: Scale, description: str) -> tuple[dict[str, Any], bool]:
-        """The project titled ``title``, made with the scale's labeling config if new (True), else its config brought
-        up to the scale."""
-        config = labeling_config(scale)
+    def ensure_project(self, title: str, scale: Scale, description: str,
+                       interface: Interface = GRADING) -> tuple[dict[str, Any], bool]:
+        """The project titled ``title``, made with the interface's labeling config over the scale if new (True), else
+        its config brought up to them."""
+        config = interface.config(scale)
         found = self.find_project(title)
         if found is None:
             made = self.request("POST", "/api/projects/", {"title": title, "description": description,

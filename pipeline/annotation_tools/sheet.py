@@ -90,3 +90,21 @@ def read_sheets(paths: Sequence[Path], pool: set[tuple[str, str]], scale: Scale)
                 who = (values.get("assessor") or "").strip() or path.stem
                 rows.append((query, doc, who, scale.check(grade, where), ""))
     return pd.DataFrame(rows, columns=ANNOTATION_COLUMNS)
+
+
+def sheet_texts(paths: Sequence[Path]) -> dict[tuple[str, str], tuple[str, str]]:
+    """Each row's pair with the question and the document the sheet showed (what an adjudicator reads again)."""
+    found: dict[tuple[str, str], tuple[str, str]] = {}
+    for path in paths:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            header: list[str] | None = None
+            for record in csv.reader(handle, delimiter=delimiter(path)):
+                if not record or (header is None and record[0].startswith("#")):
+                    continue
+                if header is None:
+                    header = [h.strip() for h in record]
+                    continue
+                row = dict(zip(header, record))
+                pair = ((row.get("query_id") or "").strip(), (row.get("doc_id") or "").strip())
+                found[pair] = (row.get("question") or "", row.get("document") or "")
+    return found

@@ -24,6 +24,7 @@ TAG_QUESTIONS_DIGEST = "rankscope.questions_digest"
 TAG_QRELS_DIGEST = "rankscope.qrels_digest"  # the judgments' version
 TAG_CORPUS_SOURCE = "rankscope.corpus_source"  # where it was read: a folder, files, or ir_datasets:ID
 TAG_IRDS_ID = "rankscope.ir_datasets_id"  # the ir_datasets id, when the corpus came through ir_datasets
+TAG_GRADES = "rankscope.grades"  # how the judgments' grades became gains (corpus.grades), when not as read
 DATASET_CONTEXT = "mlflow.data.context"  # MLflow's own input tag: what the dataset was used for
 TAG_JUDGMENTS = "rankscope.judgments"  # the judgments file the job read: which split it was scored on
 TAG_RESOLVED = "rankscope.resolved"  # settings a retriever resolved itself: 'retriever.dims=6' for dims: null
@@ -71,6 +72,9 @@ CONFIG_FILE = "config.yaml"
 PER_QUESTION_FILE = "per_question.csv"
 PER_QUESTION_TABLE = "per_question.json"  # the same table as an MLflow table (log_table)
 RUN_FILE = "run.trec"
+CHUNKS_FILE = "chunks.tsv"  # a chunked job's ranking of chunks (metrics.chunks): run.trec's documents come from it
+SPANS_FILE = "spans.tsv"  # the span judgments a job scored span metrics with, whole documents included
+CHUNKING_FILE = "chunking.tsv"  # every chunk of the documents holding evidence (span_precision_omega reads it)
 MEANS_FILE = "metrics.csv"
 DIAGNOSIS_FILE = "diagnosis.txt"
 NOTES_FILE = "notes.txt"  # TAG_NOTES's lines, in full; written only when the job has notes
@@ -110,6 +114,9 @@ QUESTION_SET_FILE = "question_set.json"  # where the set came from: experiment, 
 COMPARISON_TABLE = "comparison.json"
 ONE_SIDE_FILE = "questions_on_one_side.txt"
 
+# -- the cache folder (cache.dir) ---------------------------------------------------------------------------------
+CHUNKS_DIR = "chunks"  # chunkings, one .npz per (corpus, chunker settings)
+
 # -- the tracking store -----------------------------------------------------------------------------------------
 DB_NAME = "mlflow.db"
 LOCK_SUFFIX = ".lock"  # mlflow.db.lock: held while a process makes its first connection to the store
@@ -135,6 +142,7 @@ JOBS_PREFIX = HOUSEKEEPING + "jobs_"
 FAILURES_PREFIX = HOUSEKEEPING + "failures_"
 NOTES_PREFIX = HOUSEKEEPING + "notes_"
 DOCUMENTS_METRIC = HOUSEKEEPING + "documents"
+INDEX_MB_METRIC = HOUSEKEEPING + "index_mb"  # the retriever's index in memory (its arrays), MiB
 # judgments below the relevance level: 0 when the judgments list only relevant documents (BEIR's usually do)
 NOT_RELEVANT_METRIC = HOUSEKEEPING + "judgments_not_relevant"
 
@@ -157,6 +165,7 @@ QRELS_BEIR = "qrels.tsv"  # ... and as BEIR's qrels TSV
 ANNOTATIONS_FILE = "annotations.csv"  # every assessor's grade, before merging
 CONTRADICTIONS_FILE = "contradictions.csv"  # new grades that contradict the parent version's
 DISAGREEMENTS_FILE = "disagreements.csv"  # pairs assessors graded differently
+ADJUDICATIONS_FILE = "adjudications.csv"  # an adjudication round's grades, each settling a tie
 VERSION_TEXT = "version.txt"  # what pull said of the version: counts, agreement, contradictions
 CHANGES_TEXT = "judgments.txt"  # what re-scoring changed: the report's "Judgments" section
 CHANGES_TABLE = "judgments.csv"

@@ -20,28 +20,41 @@ MASK = "***"
 
 # scheme://user:password@host -> scheme://user:***@host ; scheme://token@host -> scheme://***@host
 _USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*\\?://)(?P<userinfo>[^/?#@\s]+)@")  # \: as Hydra escapes
+# The words that make a key a secret's: whole words of it ("access_token", "API_TOKEN", "db.password"), never the
+# start of a longer one ("tokenizer", "max_tokens", "system/cache_tokenised", "author": settings, not secrets)
+_KEY_WORDS = (r"(?:token|secrets?|passw(?:or)?ds?|pwd|api[_-]?keys?|credentials?|signature|auth(?:orization)?)"
+              r"(?![a-z0-9])")
 # ?access_token=... &password=... &X-Amz-Signature=...
-_QUERY = re.compile(
-    r"(?P<key>[?&;][^=&;#\s]*(?:token|secret|passw(?:or)?d|pwd|api[_-]?key|signature|credential|auth)[^=&;#\s]*=)"
-    r"[^&;#\s]+",
-    re.IGNORECASE,
-)
-# key=value / key: value pairs inside free text (error messages, override lists)
+_QUERY = re.compile(rf"(?P<key>[?&;][^=&;#\s]*?{_KEY_WORDS}[^=&;#\s]*=)[^&;#\s]+", re.IGNORECASE)
+# key=value / key: value pairs inside free text (error messages, override lists). The value ends before a closing
+# bracket or a full stop that ends the text or a word ("(API_TOKEN=abc).": the ")." is the sentence's).
 _PAIR = re.compile(
-    r"(?P<key>\b[\w.-]*(?:token|secret|passw(?:or)?d|pwd|api[_-]?key|credential)[\w.-]*\s*[=:]\s*)"
-    r"(?P<value>[^\s,;&'\"\]}]+)",
+    r"(?P<key>\b[\w.-]*?(?:token|secrets?|passw(?:or)?ds?|pwd|api[_-]?keys?|credentials?)(?![a-z0-9])[\w.-]*"
+    r"\s*(?P<sep>[=:])\s*)"
+    r"(?P<value>[^\s,;&'\"\]}]+?)(?=[).]*(?:[\s,;&'\"\]}]|$))",
     re.IGNORECASE,
 )
+# what a key=value pair may hold that is no secret: a switch, a missing value, a mask already there
+_NOT_SECRETS = frozenset({"true", "false", "yes", "no", "on", "off", "none", "null", "set", "unset", MASK})
+# a word of prose after "key: " ("no API token: set the variable ..."): lower-case letters only
+_PROSE_WORD = re.compile(r"[a-z]+")
 # an HTTP credential after its scheme: "Bearer" is one whatever follows (6 characters or more); "token" and "basic"
-# are also words of prose, so only a long run of token characters after them is taken for one
+# are also words of prose, so only a long run of token characters after them is taken for one, and not a run of
+# lower-case words ("a basic understanding", "the token boundary-detection")
 _BEARER = re.compile(r"(?P<key>\b(?:bearer\s+(?=[A-Za-z0-9._~+/=-]{6})|(?:token|basic)\s+(?=[A-Za-z0-9._~+/=-]{12})))"
-                     r"[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
-# well-known token shapes, masked whatever key or text holds them: GitHub, GitLab, OpenAI-style (sk- and a digit among
-# 8 or more characters: "sk-learn" is a word, "sk-test-abc123" a key), Slack, Hugging Face, AWS access key ids
+                     r"(?P<value>[A-Za-z0-9._~+/=-]+)", re.IGNORECASE)
+_PROSE_RUN = re.compile(r"[a-z]+(?:-[a-z]+)*")
+# well-known token shapes, masked whatever key or text holds them: GitHub, GitLab; OpenAI-style (sk- and a digit among
+# 8 or more characters, or a run of 20 or more letters and digits: "sk-learn" is a word, "sk-test-abc123" a key);
+# Stripe (secret, restricted and publishable keys, webhook secrets); Slack; Hugging Face; AWS access key ids
+# (long-lived AKIA, temporary ASIA); JSON Web Tokens (a header and a payload, base64url JSON objects: "eyJ")
 _SHAPES = re.compile(
     r"\b(?:gh[pousr]_[A-Za-z0-9]{8,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}"
-    r"|sk-(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{8,}|xox[abprs]-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{20,}"
-    r"|AKIA[0-9A-Z]{16})\b"
+    r"|sk-(?:(?=[A-Za-z0-9_-]*[0-9])[A-Za-z0-9_-]{8,}|(?:[A-Za-z0-9]+-){0,3}[A-Za-z0-9_]{20,}[A-Za-z0-9_-]*)"
+    r"|[rsp]k_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9]{16,}"
+    r"|xox[abeprs]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}|hf_[A-Za-z0-9]{20,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"
+    r"|eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*)(?![A-Za-z0-9])"
 )
 # config keys whose values are secrets whatever they look like
 _SECRET_KEY = re.compile(
@@ -56,7 +69,8 @@ _HEADER_PAIR = re.compile(r"(?P<key>\bheaders\.[\w-]+\s*=\s*)(?P<value>[^\s,;&'\
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 # Literals (lower case) of which each pattern above needs one to match: text holding none is left as it is.
 _NEEDED = ("://", "token", "secret", "passw", "pwd", "api", "signature", "credential", "auth", "bearer", "basic",
-           "gh", "github_pat_", "glpat-", "sk-", "xox", "hf_", "akia", "headers.")
+           "gh", "github_pat_", "glpat-", "sk-", "k_live_", "k_test_", "whsec_", "xox", "xapp-", "hf_", "akia",
+           "asia", "eyj", "headers.")
 # Letters IGNORECASE takes for an ASCII 'i' that case folding does not turn into one: dotless 'ı' (an equivalent
 # of 'i' to the re module), and dotted 'İ', which folds to 'i' and a combining dot.
 _FOLD_I = str.maketrans({"\u0131": "i", "\u0307": None})
@@ -135,10 +149,36 @@ def _redact_unseen(texts: list[str]) -> list[str]:
 def _redact_all(text: str) -> str:
     text = _USERINFO.sub(_userinfo, text)
     text = _QUERY.sub(lambda m: m.group("key") + MASK, text)
-    text = _PAIR.sub(lambda m: m.group("key") + MASK, text)
-    text = _BEARER.sub(lambda m: m.group("key") + MASK, text)
+    text = _PAIR.sub(_pair, text)
+    text = _BEARER.sub(_bearer, text)
     text = _HEADER_PAIR.sub(lambda m: m.group(0) if _header_name(m.group("value")) else m.group("key") + MASK, text)
     return _SHAPES.sub(MASK, text)
+
+
+def _pair(match: re.Match[str]) -> str:
+    """A ``key=value`` pair with its value masked, unless the value is no secret: a switch or a missing value
+    (``ENABLE_LEGACY_API_TOKEN=true``), a word of prose after ``key: `` (``API token: set the variable``), or the name
+    of the environment variable that holds the secret (``token_env=LABEL_STUDIO_API_KEY``)."""
+    key, value = match.group("key"), match.group("value")
+    if value.casefold() in _NOT_SECRETS or (match.group("sep") == ":" and key[-1].isspace()
+                                             and _PROSE_WORD.fullmatch(value)):
+        return match.group(0)
+    if _names_variable(key.rstrip(" \t=:"), value):
+        return match.group(0)
+    return key + MASK
+
+
+def _bearer(match: re.Match[str]) -> str:
+    key = match.group("key")
+    if not key.casefold().startswith("bearer") and _PROSE_RUN.fullmatch(match.group("value")):
+        return match.group(0)
+    return key + MASK
+
+
+def _names_variable(key: str, value: str) -> bool:
+    """A key ending in ``_env`` (``label_studio.token_env``) whose value names an environment variable: the setting
+    says where the secret is, it is not the secret."""
+    return key.casefold().endswith("_env") and bool(_ENV_NAME.fullmatch(value))
 
 
 def _header_name(value: str) -> bool:
@@ -154,7 +194,7 @@ def redact_value(key: str, value: Any) -> Any:
     """A value as it may be logged under ``key``: masked entirely for secret keys, else text-redacted."""
     if value is None or isinstance(value, bool | int | float):
         return value
-    if is_secret_key(key) and str(value) != "":
+    if is_secret_key(key) and str(value) != "" and not _names_variable(key, str(value)):
         return MASK
     if _HEADER_KEY.search(key) and not _header_name(str(value)):
         return MASK

@@ -16,7 +16,17 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from metrics.errors import InputError
 from metrics.evaluation import EvalSettings
-from metrics.spec import MetricSpec, metrics_at, parse_metrics
+from metrics.spec import (
+    FRACTION_MEASURES,
+    OMEGA,
+    SPAN_MEASURES,
+    TOKENS,
+    MetricSpec,
+    metrics_at,
+    parse_metric,
+    parse_metrics,
+)
+from pipeline.chunking.chunkers import OURS, OwnChunker, Whole
 from pipeline.config import targets
 from pipeline.data.sources import CorpusSource
 from retrievers.base import BuildContext, Retriever
@@ -24,7 +34,7 @@ from retrievers.cache import cache_root, parse_size
 from retrievers.external import ExternalSearch
 from retrievers.text import Tokenizer, default_stopwords
 
-BUILT = ("corpus", "retriever")  # top-level keys whose entries name the class they build
+BUILT = ("corpus", "retriever", "chunker")  # top-level keys whose entries name the class they build
 
 
 def check_config(cfg: DictConfig) -> DictConfig:
@@ -39,7 +49,10 @@ def check_config(cfg: DictConfig) -> DictConfig:
         raise InputError(f"missing required value(s): {', '.join(missing)}{hint}")
     with open_dict(cfg):
         for key in BUILT:
-            cfg[key] = targets.checked(cfg[key], key)
+            if key == "chunker":
+                cfg[key] = checked_chunker(cfg.get(key))
+            else:
+                cfg[key] = targets.checked(cfg[key], key)
     if "cache" in cfg:
         try:
             parse_size(cfg.cache.limit)
@@ -48,6 +61,50 @@ def check_config(cfg: DictConfig) -> DictConfig:
     if int(cfg.get("depth", 1)) < 1:
         raise InputError(f"depth must be at least 1, got {cfg.depth}")
     return cfg
+
+
+def _ours(node: Any) -> dict[str, Any]:
+    """The keys rankscope reads from a chunker entry (``tokenizer``, ``depth``) that its class does not take itself
+    (a user's chunker), with their defaults."""
+    params, anything = targets.parameters(targets.target_class(node, "chunker"))
+    taken = {p.name for p in params}
+    defaults = {f.name: f.default for f in fields(Whole) if f.name in OURS}
+    return {k: node.get(k, defaults[k]) for k in OURS if k not in taken and not anything}
+
+
+def checked_chunker(node: Any) -> DictConfig:
+    """The ``chunker`` entry checked against its class, as ``corpus`` and ``retriever`` entries are; ``tokenizer``
+    and ``depth`` kept for rankscope when the class (a user's) does not take them. None: ``chunker=none``."""
+    if node is None:
+        node = OmegaConf.create({targets.TARGET: f"{Whole.__module__}.{Whole.__qualname__}"})
+    ours = _ours(node)
+    inner = OmegaConf.create({k: v for k, v in _plain_entry(node).items() if k not in ours})
+    done = targets.checked(inner, "chunker")
+    with open_dict(done):
+        for key, value in ours.items():
+            done[key] = value
+    return done
+
+
+def _plain_entry(node: Any) -> dict[str, Any]:
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else dict(node)
+
+
+def make_chunker(node: DictConfig, context: BuildContext) -> Any:
+    """The chunker a (checked) ``chunker`` entry describes: a built-in one, or a user's class with ``chunk(text)``
+    behind :class:`~pipeline.chunking.chunkers.OwnChunker`."""
+    ours = _ours(node)
+    inner = OmegaConf.create({k: v for k, v in _plain_entry(node).items() if k not in ours})
+    built = targets.build(inner, context, "chunker")
+    if callable(getattr(built, "spans_of", None)):
+        return built
+    if callable(getattr(built, "chunk", None)):
+        tokenizer = ours.get("tokenizer", getattr(built, "tokenizer", "minilm"))
+        depth = ours.get("depth", getattr(built, "depth", None))
+        return OwnChunker(inner=built, name=type(built).__name__, tokenizer=str(tokenizer), depth=depth,
+                          _base=context.base)
+    raise InputError(f"chunker._target_={node[targets.TARGET]} builds a {type(built).__name__}, which has no "
+                     f"chunk(text) method (text in, [(start, end), ...] out)")
 
 
 def _check_known_keys(node: Any, path: str) -> None:
@@ -140,11 +197,26 @@ class MetricPlan:
     method: str = "percentile"
     judged_only: bool = False  # also score condensed lists (Sakai's): unjudged documents removed, as trec_eval -J
 
+    @property
+    def reads_chunks(self) -> bool:
+        """Whether a metric reads a ranking of chunks (a span measure, or a token budget's)."""
+        return any(s.needs_chunks for s in self.specs)
+
+    @property
+    def reads_spans(self) -> bool:
+        return any(s.measure in SPAN_MEASURES for s in self.specs)
+
+    @property
+    def reads_chunking(self) -> bool:
+        """Whether a metric reads every chunk of the documents holding evidence (``span_precision_omega``)."""
+        return any(s.measure == OMEGA for s in self.specs)
+
 
 def follow_cutoffs(spec: MetricSpec, ks: list[int]) -> MetricSpec:
     """``show`` and ``primary`` follow ``metrics.k``: a cutoff the plan does not compute becomes the nearest one it
-    does (the larger of two as near), so ``metrics.k=[10]`` shows ``ndcg@10``, not ``ndcg@5``."""
-    if spec.k is None or spec.k in ks or not ks:
+    does (the larger of two as near), so ``metrics.k=[10]`` shows ``ndcg@10``, not ``ndcg@5``. A fraction
+    (``iprec_at_recall@0.10``, ``rbp@0.80``) or a token budget (``recall@512tok``) is not a cutoff: kept as it is."""
+    if spec.k is None or spec.unit or spec.k in ks or not ks or spec.measure in FRACTION_MEASURES:
         return spec
     return MetricSpec(spec.measure, min(ks, key=lambda k: (abs(k - spec.k), -k)))
 
@@ -156,7 +228,11 @@ def metric_plan(metrics: DictConfig | Mapping[str, Any]) -> MetricPlan:
     measures = [str(m) for m in metrics["measures"]]
     show = list(dict.fromkeys(follow_cutoffs(s, ks) for s in parse_metrics([str(s) for s in metrics["show"]])))
     primary = follow_cutoffs(parse_metrics([str(metrics["primary"])])[0], ks)
-    specs = list(dict.fromkeys([*metrics_at(ks, measures), *show, primary]))
+    budgets = [int(b) for b in metrics.get("budgets") or []]
+    if any(b < 1 for b in budgets):
+        raise InputError(f"metrics.budgets: token budgets must be positive, got {budgets}")
+    at_budgets = [parse_metric(f"{m}@{b}{TOKENS}") for m in metrics.get("budget_measures") or [] for b in budgets]
+    specs = list(dict.fromkeys([*metrics_at(ks, measures), *at_budgets, *show, primary]))
     gain, missing = metrics["gain"], metrics["missing"]
     settings = EvalSettings(level=int(metrics["level"]), gain=getattr(gain, "value", gain),
                             missing=getattr(missing, "value", missing))

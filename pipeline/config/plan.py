@@ -27,6 +27,7 @@ from pipeline.config.build import (
     build_context,
     check_config,
     flatten,
+    make_chunker,
     make_corpus,
     make_retriever,
     metric_plan,
@@ -117,6 +118,7 @@ class JobPlan:
     context: BuildContext
     corpus: CorpusSource
     retriever: Retriever
+    chunker: Any  # pipeline.chunking's: Whole (no chunking), a built-in chunker or a user's (OwnChunker)
     metrics: MetricPlan
     diagnosis: DiagnosisSettings
     histogram_metric: str
@@ -149,8 +151,14 @@ class JobPlan:
         checked(cfg, key)
         metrics = metric_plan(cfg.metrics)
         context = build_context(cfg, base)
-        return cls(cfg, context, make_corpus(cfg.corpus, base), make_retriever(cfg.retriever, context), metrics,
-                   diagnosis_settings(cfg.diagnosis), histogram_metric(cfg.diagnosis, metrics), int(cfg.depth), key)
+        return cls(cfg, context, make_corpus(cfg.corpus, base), make_retriever(cfg.retriever, context),
+                   make_chunker(cfg.chunker, context), metrics, diagnosis_settings(cfg.diagnosis),
+                   histogram_metric(cfg.diagnosis, metrics), int(cfg.depth), key)
+
+    @property
+    def chunked(self) -> bool:
+        """Whether the job ranks chunks (a chunker other than ``none``)."""
+        return bool(getattr(self.chunker, "chunks_documents", True))
 
 
 def plan_ahead(plan: JobPlan, base: Path) -> None:

@@ -56,6 +56,8 @@ class MetricsConfig:
     gain: Gain = Gain.linear
     missing: Missing = Missing.zero
     judged_only: bool = False  # also score condensed lists (unjudged documents removed, trec_eval -J): condensed/*
+    budgets: list[int] = field(default_factory=list)  # token budgets (recall@512tok ...): docs/chunking.md
+    budget_measures: list[str] = field(default_factory=lambda: ["recall", "hit_rate", "ndcg", "span_recall"])
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
 
 
@@ -145,6 +147,7 @@ class TuneConfig:
 class Config:
     corpus: Any = MISSING  # an entry of conf/corpus/: _target_ and its settings
     retriever: Any = MISSING  # an entry of conf/retriever/: _target_ and its settings
+    chunker: Any = None  # an entry of conf/chunker/ (none: every document one chunk): _target_ and its settings
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     text: TextConfig = field(default_factory=TextConfig)

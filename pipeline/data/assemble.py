@@ -19,7 +19,9 @@ import numpy as np
 
 from metrics.errors import InputError, Note
 from metrics.qrels import Qrels
+from metrics.spans import Spans
 from pipeline.data.collection import Collection
+from pipeline.data.grades import Grading
 
 SHOWN = 5  # how many offending ids a message lists before "and N more"
 
@@ -107,10 +109,14 @@ class Records:
 
 def assemble(name: str, documents: Records, questions: Records, qrels: Qrels, *, judgments: str, split: str,
              notes: Notes, source: str, keep_unjudged: bool = False, origin: dict[str, str] | None = None,
-             metadata: dict[str, list] | None = None, question_metadata: dict[str, list] | None = None) -> Collection:
+             metadata: dict[str, list] | None = None, question_metadata: dict[str, list] | None = None,
+             grading: Grading | None = None, spans: Spans | None = None) -> Collection:
     """The checked Collection. ``judgments`` names the qrels read (for messages and the record); the questions are
     those judged in it, in reading order, or every question with ``keep_unjudged`` (own files: a question set not
-    judged yet is measured once it is). ``metadata``, ``question_metadata``: columns aligned with the records."""
+    judged yet is measured once it is). ``metadata``, ``question_metadata``: columns aligned with the records.
+    ``grading`` turns the grades kept into the gains measured (``corpus.grades``, ``corpus.negative_grades``), the
+    spans' grades as the judgments'; ``spans``: the judgments' character offsets, already checked against the
+    documents."""
     documents.note_empty(notes)
     questions.note_empty(notes)
     known_docs, known_q = set(documents.ids), set(questions.ids)
@@ -125,6 +131,9 @@ def assemble(name: str, documents: Records, questions: Records, qrels: Qrels, *,
                       ids, int(mask.sum()), "(dropped)")
     if bad_doc.any() or bad_q.any():
         qrels = qrels.subset(~(bad_doc | bad_q))
+    grading = grading or Grading()
+    qrels = grading.apply(qrels, judgments)
+    spans = None if spans is None else grading.apply_spans(spans, judgments)
 
     judged = set(qrels.query_ids.tolist())
     keep = [i for i, q in enumerate(questions.ids) if keep_unjudged or q in judged]
@@ -141,5 +150,5 @@ def assemble(name: str, documents: Records, questions: Records, qrels: Qrels, *,
         notes.add(f"{judgments}: {len(without)} question(s) have no relevant judgment in split {split!r}: "
                   f"{listing(without)}", WITHOUT_RELEVANT, without, kept="(left out of the means)")
     return Collection(name, documents.ids, documents.texts, query_ids, query_texts, qrels, source=source, split=split,
-                      notes=list(notes), judgments=judgments, origin=dict(origin or {}),
-                      doc_metadata=dict(metadata or {}), query_metadata=query_metadata)
+                      notes=list(notes), judgments=judgments, origin={**(origin or {}), **grading.record()},
+                      doc_metadata=dict(metadata or {}), query_metadata=query_metadata, spans=spans)

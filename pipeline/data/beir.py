@@ -1,4 +1,5 @@
-"""Load a BEIR-layout folder (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv) into a Collection."""
+"""Load a BEIR-layout folder (corpus.jsonl[.gz], queries.jsonl, qrels/<split>.tsv) into a Collection; a qrels file
+whose header names ``start`` and ``end`` columns holds span judgments (:mod:`pipeline.data.span_judgments`)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from metrics.errors import InputError
+from metrics.spans import has_span_header, read_beir_spans
 from metrics.textfile import check_file, text_lines
 from metrics.trec import read_beir_qrels
 from pipeline.common import progress
 from pipeline.data.assemble import Notes, Records, assemble, join_text, json_object
 from pipeline.data.collection import Collection
+from pipeline.data.grades import Grading
+from pipeline.data.span_judgments import check_spans
 
 
 def _opener(path: Path):
@@ -51,8 +55,10 @@ def find_corpus_file(folder: Path) -> Path:
     raise InputError("no corpus.jsonl or corpus.jsonl.gz in this folder", folder)
 
 
-def load_beir(path: str | Path, split: str = "test", name: str | None = None, strict: bool = False) -> Collection:
-    """Load and validate a BEIR folder; the questions are those judged in ``split``.
+def load_beir(path: str | Path, split: str = "test", name: str | None = None, strict: bool = False,
+              grading: Grading | None = None) -> Collection:
+    """Load and validate a BEIR folder; the questions are those judged in ``split``, the grades read as ``grading``
+    says (:mod:`pipeline.data.grades`; default: as they are).
 
     What the load goes on with is reported in ``notes``, one :class:`~metrics.errors.Note` per kind: judgments naming
     unknown documents or questions (dropped), documents or questions with empty text (kept), questions without a
@@ -71,6 +77,12 @@ def load_beir(path: str | Path, split: str = "test", name: str | None = None, st
     corpus_file = find_corpus_file(folder)
     documents = Records.read(read_jsonl(corpus_file, "document"), "document", corpus_file)
     questions = Records.read(read_jsonl(folder / "queries.jsonl", "question"), "question", folder / "queries.jsonl")
-    qrels = read_beir_qrels(qrels_path)
+    spans = None
+    if has_span_header(qrels_path):  # judgments with character offsets: 'query-id corpus-id score start end'
+        qrels, spans, lines = read_beir_spans(qrels_path)
+        check_spans(spans, lines, documents.ids, documents.texts, qrels_path)
+    else:
+        qrels = read_beir_qrels(qrels_path)
     return assemble(name or folder.name, documents, questions, qrels, judgments=str(qrels_path.resolve()),
-                    split=split, notes=notes, source=str(folder.resolve()), origin={"route": "beir"})
+                    split=split, notes=notes, source=str(folder.resolve()), origin={"route": "beir"}, grading=grading,
+                    spans=spans)

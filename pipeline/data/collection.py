@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from metrics.qrels import Qrels
+from metrics.spans import Spans
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class Collection:
     origin: dict[str, str] = field(default_factory=dict)  # how it was reached: {"route": "ir_datasets", "id": ...}
     doc_metadata: dict[str, list] = field(default_factory=dict)  # own files' extra columns, one list per column
     query_metadata: dict[str, list] = field(default_factory=dict)  # the same for the questions kept
+    spans: Spans | None = None  # span judgments (character offsets), when the judgments carry them; ``qrels`` then
+    # holds each judged pair at its best span's grade (metrics.spans)
 
     @property
     def label(self) -> str:
@@ -43,7 +46,23 @@ class Collection:
     @cached_property
     def digest(self) -> str:
         """One digest for documents, questions and judgments together: runs on different data never match."""
-        return combined_digest(self.corpus_digest, self.queries_digest, self.qrels.digest())
+        return combined_digest(self.corpus_digest, self.queries_digest, self.judgments_digest)
+
+    @cached_property
+    def judgments_digest(self) -> str:
+        """The judgments' version: the qrels' digest, and their spans' when there are any."""
+        if self.spans is None or not len(self.spans):
+            return self.qrels.digest()
+        return combined_digest(self.qrels.digest(), self.spans.digest(), "spans")
+
+    @cached_property
+    def doc_lengths(self) -> dict[str, int]:
+        """Each document's length in characters (what a judgment without offsets spans)."""
+        return {d: len(t) for d, t in zip(self.doc_ids, self.doc_texts)}
+
+    def all_spans(self) -> Spans:
+        """The span judgments, plus every judged document without a span as a span of its whole text."""
+        return (self.spans or Spans.empty()).with_documents(self.qrels, self.doc_lengths)
 
     @cached_property  # computed once: hashing a million documents takes a second, and several stages ask
     def corpus_digest(self) -> str:

@@ -3,7 +3,8 @@ columns a config maps (``conf/corpus/files.yaml``).
 
 A :class:`Table` names a file, its id column, the text columns joined in order (one space between them) and the
 columns kept as metadata; :class:`Judgments` names the question, document and grade columns of a judgments file (or
-reads TREC/BEIR qrels). Every reader reports bad input in one line naming the file and the line (the row, in
+reads TREC/BEIR qrels). A JSONL field inside a nested object is named with dots (``meta.pmid``); in CSV and Parquet a
+dot is part of a column's name. Every reader reports bad input in one line naming the file and the line (the row, in
 Parquet): a missing column (listing those found), a duplicate id (both places), an id or grade that is not one.
 """
 
@@ -13,6 +14,7 @@ import csv
 import dataclasses
 import gzip
 import io
+import json
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,12 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from metrics.errors import InputError
-from metrics.qrels import Qrels, QrelsBuilder
+from metrics.qrels import Qrels
+from metrics.spans import SpanRows, Spans
 from metrics.textfile import SHOWN, check_file, not_text
 from metrics.trec import read_qrels
 from pipeline.common import progress
 from pipeline.data.assemble import Notes, Records, assemble, join_text, json_object
 from pipeline.data.collection import Collection
+from pipeline.data.grades import UNJUDGED, Graded
+from pipeline.data.span_judgments import check_spans
 
 ROUTE = "files"
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
@@ -55,26 +60,61 @@ def _opener(path: Path) -> Callable[[], io.BufferedIOBase]:
 
 
 def _columns_error(path: Path, missing: Sequence[str], found: Sequence[str], key: str) -> InputError:
+    dotted = " (a dot is part of a column's name in CSV and Parquet: nested fields are read from JSONL only)" if any(
+        "." in m for m in missing) else ""
     return InputError(f"no column {', '.join(repr(m) for m in missing)} ({key}); the columns found: "
-                      f"{', '.join(found) or 'none'}", path)
+                      f"{', '.join(found) or 'none'}{dotted}", path)
 
 
 # -- rows: (place, values of the wanted columns) -------------------------------------------------------------------
 
 
-def rows(path: Path, fmt: str, wanted: Sequence[str], required: Sequence[str], key: str) -> Iterator[tuple[int, list]]:
+def rows(path: Path, fmt: str, wanted: Sequence[str], required: Sequence[str], key: str,
+         every: Sequence[str] = ()) -> Iterator[tuple[int, list]]:
     """``(line or row, [value of each wanted column])``; a required column missing from the file is one line
-    listing the columns it has. Values are as the file holds them (None where a record lacks an optional one)."""
-    readers = {"jsonl": _jsonl_rows, "csv": _csv_rows, "tsv": _csv_rows, "parquet": _parquet_rows}
+    listing the columns it has. Values are as the file holds them (None where a record lacks an optional one).
+    ``every``: the columns each record needs (an id), which a JSONL file is searched for before its first record
+    is refused for lacking one (a misnamed field is then said as such, not as an empty id at line 1)."""
     try:
-        yield from readers[fmt](path, fmt, list(wanted), list(required), key)
+        if fmt == "jsonl":
+            yield from _jsonl_rows(path, list(wanted), list(required), key, list(every))
+        else:
+            yield from (_parquet_rows if fmt == "parquet" else _csv_rows)(path, fmt, list(wanted), list(required), key)
     except (OSError, EOFError) as exc:  # a damaged .gz file
         raise InputError(f"cannot be read: {exc}", path) from None
 
 
-def _jsonl_rows(path: Path, fmt: str, wanted: list[str], required: list[str], key: str) -> Iterator[tuple[int, list]]:
+ABSENT = object()  # a field a JSON record does not have (None is one it has, as null)
+
+
+def field_value(record: dict[str, Any], name: str) -> Any:
+    """A JSON record's field: the key ``name`` itself, else, for a dotted name, the path into nested objects
+    (``meta.pmid``: ``record["meta"]["pmid"]``); ABSENT when it has neither."""
+    if name in record:
+        return record[name]
+    if "." not in name:
+        return ABSENT
+    value: Any = record
+    for part in name.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return ABSENT
+        value = value[part]
+    return value
+
+
+def field_names(record: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    """The fields a record offers, as config names them: nested objects' fields dotted (``meta.pmid``)."""
+    for name, value in record.items():
+        if isinstance(value, dict) and value:
+            yield from field_names(value, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}"
+
+
+def _jsonl_rows(path: Path, wanted: list[str], required: list[str], key: str,
+                every: list[str]) -> Iterator[tuple[int, list]]:
     """A record may leave out a field others have (JSON writers drop nulls); the id is in every record, and a
-    field no record has is a missing column."""
+    field no record has is a missing column. A field is a key or a dotted path into nested objects."""
     opener = _opener(path)
     unseen: dict[str, None] | None = None  # required fields no record has had yet
     seen: dict[str, None] = {}
@@ -84,18 +124,38 @@ def _jsonl_rows(path: Path, fmt: str, wanted: list[str], required: list[str], ke
                 if not line.strip():
                     continue
                 record = json_object(line, path, number)
+                values = [field_value(record, c) for c in wanted]
                 if unseen is None:
                     unseen = dict.fromkeys(required)
                 if unseen:
-                    seen.update(dict.fromkeys(record))
-                    for column in [c for c in unseen if c in record]:
-                        del unseen[column]
-                yield number, [record.get(c) for c in wanted]
+                    seen.update(dict.fromkeys(field_names(record)))
+                    for column, value in zip(wanted, values):
+                        if value is not ABSENT:
+                            unseen.pop(column, None)
+                    if any(c in unseen for c in every):  # the first record lacks its id: does any record have it?
+                        _search_rest(handle, unseen, seen)
+                        if any(c in unseen for c in every):
+                            break
+                yield number, [None if v is ABSENT else v for v in values]
     except UnicodeDecodeError:
         raise not_text(path, opener) from None
     if unseen:
         raise InputError(f"no field {', '.join(repr(m) for m in unseen)} in any record ({key}); the fields found: "
                          f"{', '.join(seen) or 'none'}", path)
+
+
+def _search_rest(lines: Iterator[str], unseen: dict[str, None], seen: dict[str, None]) -> None:
+    """Read the remaining records for the fields still unseen (and every field they offer): the reading stops at
+    the record before, which is refused whatever this finds. Malformed lines are passed over here."""
+    for line in lines:
+        try:
+            record = json.loads(line) if line.strip() else None
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict):
+            seen.update(dict.fromkeys(field_names(record)))
+            for column in [c for c in unseen if field_value(record, c) is not ABSENT]:
+                del unseen[column]
 
 
 def _csv_rows(path: Path, fmt: str, wanted: list[str], required: list[str], key: str) -> Iterator[tuple[int, list]]:
@@ -217,7 +277,7 @@ class Table:
 
         def records() -> Iterator[tuple[int, str, str]]:
             with progress.ticker(None, f"reading {path.name}", what) as tick:
-                for number, values in rows(path, fmt, wanted, required, key):
+                for number, values in rows(path, fmt, wanted, required, key, every=[self.id]):
                     ident = values[0]
                     if _blank(ident) or ident == "":
                         raise InputError(_with_row(f"{what} without an id ({self.id!r} is empty)", fmt, number),
@@ -245,27 +305,39 @@ class Judgments:
     document: str = "doc_id"
     grade: str | None = "grade"
     format: str | None = None
+    start: str | None = None  # the columns of a span's character offsets in its document (end exclusive): a row
+    end: str | None = None  # with them judges that span, one without them the whole document
 
     @classmethod
     def from_config(cls, context: Any, path: str | None = None, **settings: Any) -> Judgments:
         return cls(path=None if path in (None, "") else str(context.path(path)), **settings)
 
     def read(self, key: str) -> Qrels:
+        return self.read_spans(key)[0]
+
+    def read_spans(self, key: str) -> tuple[Qrels, Spans | None, list[int]]:
+        """The judgments, the spans among them (None without ``start``/``end`` columns) and each span's line or row."""
         if self.path is None:
-            return Qrels.from_dict({})
+            return Qrels.from_dict({}), None, []
         path = check_file(self.path)
         fmt = file_format(path, self.format, key)
         if fmt == "qrels":
-            return read_qrels(path)
-        wanted = [self.question, self.document, *_names(self.grade)]
-        judgments = QrelsBuilder(path)
-        for number, values in rows(path, fmt, wanted, wanted, key):
+            return read_qrels(path), None, []
+        offsets = [c for c in (self.start, self.end) if c]
+        if len(offsets) == 1:
+            raise InputError(f"{key}: a span needs both columns, start and end (only one is set)")
+        every = [self.question, self.document, *_names(self.grade)]  # what each row holds (offsets may be blank)
+        wanted = [*every, *offsets]
+        judgments = SpanRows(path, _place(fmt))
+        for number, values in rows(path, fmt, wanted, wanted, key, every=every):
             question, document = values[0], values[1]
             for column, value in ((self.question, question), (self.document, document)):
                 if _blank(value) or value == "":
                     raise InputError(_with_row(f"judgment without a {column!r}", fmt, number), *_at(path, fmt, number))
             grade = _grade(values[2], self.grade, path, fmt, number) if self.grade else 1
-            judgments.add(_text(question), _text(document), grade, number)
+            start, end = (values[-2], values[-1]) if offsets else (None, None)
+            judgments.add(_text(question), _text(document), grade, None if _blank(start) else start,
+                          None if _blank(end) else end, number)
         return judgments.build()
 
 
@@ -291,7 +363,7 @@ def _grade(value: Any, column: str | None, path: Path, fmt: str, number: int) ->
 
 
 @dataclass(frozen=True)
-class OwnFiles:
+class OwnFiles(Graded):
     """Documents, questions and (optionally) judgments from your own files, mapped by config. Every question of
     the questions file is ranked; those without a judgment are counted and left out of the means
     (``unjudged: drop`` leaves them out altogether, as a BEIR folder does)."""
@@ -303,8 +375,11 @@ class OwnFiles:
     split: str = "test"
     unjudged: str = "keep"
     strict: bool = False
+    grades: dict[int, int] | None = None  # grade -> gain (pipeline.data.grades); default: as the judgments hold them
+    negative_grades: str = UNJUDGED
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.unjudged not in UNJUDGED_RULES:
             raise InputError(f"corpus.unjudged={self.unjudged}: expected {' or '.join(UNJUDGED_RULES)}")
 
@@ -313,14 +388,17 @@ class OwnFiles:
         documents, doc_metadata = self.documents.read("document", "corpus.documents")
         questions, question_metadata = self.questions.read("question", "corpus.questions")
         judgments = self.judgments or Judgments()
-        qrels = judgments.read("corpus.judgments")
+        qrels, spans, lines = judgments.read_spans("corpus.judgments")
+        if spans is not None:
+            check_spans(spans, lines, documents.ids, documents.texts, judgments.path,
+                        _place(file_format(Path(judgments.path), judgments.format, "corpus.judgments")))
         name = self.name or Path(self.documents.path).name.split(".")[0]
         return assemble(name, documents, questions, qrels, judgments=judgments.path or "no judgments",
                         split=self.split, notes=notes, source=str(Path(self.documents.path).resolve()),
                         keep_unjudged=self.unjudged == "keep", metadata=doc_metadata,
-                        question_metadata=question_metadata,
+                        question_metadata=question_metadata, grading=self.grading,
                         origin={"route": ROUTE, "documents": self.documents.path, "questions": self.questions.path,
-                                "judgments": judgments.path or ""})
+                                "judgments": judgments.path or ""}, spans=spans)
 
     def splits(self) -> list[str]:
         return [self.split]

@@ -5,13 +5,15 @@ imports it, and only when a corpus is read (importing it costs most of a second)
 downloaded on first use into its cache (``IR_DATASETS_HOME``, ``~/.ir_datasets`` by default) and read from there
 afterwards, through its own docstore where the dataset has one. Documents stream: only each one's id and the text
 of the chosen fields are kept. The result is checked like every other route (:mod:`pipeline.data.assemble`), so the
-same data read from a BEIR folder gives the same digests.
+same data read from a BEIR folder gives the same digests. A file that is neither in the cache nor downloadable, or
+one in the cache that is damaged (its md5 not the one ir_datasets expects), is one line saying what to do.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import hashlib
 import logging
 import os
 import zipfile
@@ -29,6 +31,7 @@ from pipeline.common import progress
 from pipeline.common.redact import one_line
 from pipeline.data.assemble import Notes, Records, assemble, join_text, listing
 from pipeline.data.collection import Collection
+from pipeline.data.grades import UNJUDGED, Graded
 
 ROUTE = "ir_datasets"
 DOCUMENT_FIELDS = ("title", "text")  # joined in this order where a dataset's documents have both
@@ -144,7 +147,7 @@ def _texts(records: Iterator[Any], id_field: str, fields: list[str] | None) -> I
 
 
 def read_qrels(dataset: Any, where: str, notes: Notes) -> Qrels:
-    """The dataset's judgments, grades as given (negative ones count as judged non-relevant); a pair the dataset
+    """The dataset's judgments, grades as given (a grading applies later, in :func:`assemble`); a pair the dataset
     judges twice keeps its last grade, and is noted."""
     rows = [(str(q.query_id), str(q.doc_id), int(q.relevance)) for q in dataset.qrels_iter()]
     if not rows:
@@ -179,6 +182,71 @@ def missing_data(dataset_id: str, exc: BaseException) -> InputError | None:
                       f"{target}")
 
 
+def damaged_file(dataset_id: str, exc: BaseException) -> InputError | None:
+    """One line for a file in ir_datasets' cache that is not what it downloaded (a truncated archive, an HTML error
+    page saved in its place): the file, its md5 against the one ir_datasets expects, and what to do. None when no
+    cached file is behind ``exc``, or the one there is intact."""
+    download = _download_read(exc.__traceback__)
+    cached = getattr(download, "_cache_path", None)
+    if download is None or not cached or not Path(cached).is_file():
+        return None
+    path, expected = Path(cached), getattr(download, "expected_md5", None)
+    found = _md5(path)
+    if found == expected:  # the file is the one published: something else went wrong
+        return None
+    head = path.open("rb").read(256).lstrip().lower()
+    kind = ", an HTML page" if head.startswith((b"<!doctype html", b"<html", b"<?xml", b"<head")) else ""
+    urls = [u for u in (getattr(m, "url", None) for m in getattr(download, "mirrors", [])) if u]
+    fetch = (f" (without network here: run 'curl -L -o {path.name} {urls[0]}' on a machine with it, and copy "
+             f"{path.name} to {path})") if urls else ""
+    size = getattr(download, "_size_hint", None)
+    what = (f"ir_datasets expects md5 {expected}" + (f", about {size:,} bytes" if size else "") if expected
+            else "ir_datasets knows no md5 to check it against")
+    return InputError(f"corpus.id={dataset_id}: ir_datasets' cached file {path} is damaged ({path.stat().st_size:,} "
+                      f"bytes{kind}, md5 {found}; {what}; reading it failed with {type(exc).__name__}: "
+                      f"{one_line(exc)}): delete it and run again to download it anew{fetch}")
+
+
+def _md5(path: Path) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _download_read(tb: TracebackType | None) -> Any:
+    """The ir_datasets Download whose cached file was being read when ``tb`` was raised: reached from the innermost
+    frame whose object wraps one (a TarExtract, a ZipExtractCache, a Cache ... through ``_streamer`` or ``dlc``)."""
+    found = None
+    while tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        for _ in range(8):  # a short chain of wrappers at most
+            if owner is None or _is_download(owner):
+                break
+            owner = next((getattr(owner, a) for a in WRAPPED if getattr(owner, a, None) is not None), None)
+        if owner is not None and _is_download(owner):
+            found = owner
+        tb = tb.tb_next
+    return found
+
+
+WRAPPED = ("_streamer", "dlc", "_dlc", "streamer")  # how ir_datasets' file wrappers hold what they read
+
+
+def _is_download(owner: Any) -> bool:
+    return type(owner).__name__ == "Download" and hasattr(owner, "mirrors")
+
+
+def read_errors() -> tuple[type[BaseException], ...]:
+    """What a damaged or missing file raises while ir_datasets reads it (its modules imported only on this path)."""
+    import lzma
+    import tarfile
+    import zlib
+
+    return OSError, RuntimeError, EOFError, zipfile.BadZipFile, tarfile.TarError, zlib.error, lzma.LZMAError
+
+
 def _failed_download(tb: TracebackType | None) -> Any:
     """The ir_datasets Download whose fetch raised, found in the traceback's frames (the innermost one)."""
     found = None
@@ -191,7 +259,7 @@ def _failed_download(tb: TracebackType | None) -> Any:
 
 
 @dataclass(frozen=True)
-class IrDatasets:
+class IrDatasets(Graded):
     """A collection by its ir_datasets id. ``split`` picks a sibling or child id (``beir/scifact/test`` with split
     ``train`` reads ``beir/scifact/train``); ``doc_fields`` are joined in order into a document's text (default:
     title and text where both exist, else text, else the record's own default text); ``query_field`` is the
@@ -203,6 +271,8 @@ class IrDatasets:
     doc_fields: list[str] | None = None
     query_field: str | None = None
     strict: bool = False
+    grades: dict[int, int] | None = None  # grade -> gain (pipeline.data.grades); default: as the dataset gives them
+    negative_grades: str = UNJUDGED
 
     @property
     def dataset_id(self) -> str:
@@ -214,8 +284,10 @@ class IrDatasets:
         notes = Notes(self.strict)
         try:
             return self._read(dataset, dataset_id, notes)
-        except (OSError, RuntimeError, EOFError, zipfile.BadZipFile) as exc:  # a failed download, a damaged file
-            found = missing_data(dataset_id, exc)
+        except Exception as exc:
+            if not isinstance(exc, read_errors()):  # not the data: a fault of rankscope or ir_datasets, in full
+                raise
+            found = damaged_file(dataset_id, exc) or missing_data(dataset_id, exc)
             if found is not None:
                 raise found from None
             raise InputError(f"corpus.id={dataset_id}: ir_datasets could not read it ({type(exc).__name__}: "
@@ -234,7 +306,7 @@ class IrDatasets:
         documents = Records.read(_texts(docs, "doc_id", doc_fields), "document", f"{where} docs", place="record")
         split = self.split or split_of(dataset_id) or "test"
         return assemble(self.name or dataset_id, documents, questions, qrels, judgments=f"{where} qrels",
-                        split=split, notes=notes, source=where,
+                        split=split, notes=notes, source=where, grading=self.grading,
                         origin={"route": ROUTE, "id": dataset_id, "doc_fields": ",".join(doc_fields or ["default"]),
                                 "query_field": ",".join(query_fields or ["default"])})
 

@@ -13,14 +13,16 @@ import dataclasses
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from metrics.errors import InputError
 from pipeline.data.beir import find_corpus_file, load_beir
 from pipeline.data.collection import Collection
+from pipeline.data.grades import UNJUDGED, Graded
 from pipeline.data.irds import IrDatasets
 
 HELPDESK_NAME = "helpdesk"
+HELPDESK_PAGES_NAME = "helpdesk_pages"
 
 
 class CorpusSource(Protocol):
@@ -38,12 +40,13 @@ class CorpusSource(Protocol):
     def with_split(self, split: str) -> CorpusSource: ...
 
 
-def _helpdesk_folder() -> Path:
-    return Path(str(resources.files("pipeline.data").joinpath(HELPDESK_NAME)))
+def _shipped_folder(name: str = HELPDESK_NAME) -> Path:
+    """A BEIR folder shipped inside the package (``pipeline/data/<name>``)."""
+    return Path(str(resources.files("pipeline.data").joinpath(name)))
 
 
 @dataclass(frozen=True)
-class BeirFolder:
+class BeirFolder(Graded):
     """A BEIR-layout folder (``corpus.jsonl[.gz]``, ``queries.jsonl``, ``qrels/<split>.tsv``); the questions are
     those judged in ``split``. ``strict``: a judgment naming an unknown document or question stops the job."""
 
@@ -51,6 +54,8 @@ class BeirFolder:
     split: str = "test"
     name: str | None = None  # default: the folder's name
     strict: bool = False
+    grades: dict[int, int] | None = None  # grade -> gain (pipeline.data.grades); default: as the qrels hold them
+    negative_grades: str = UNJUDGED
 
     @classmethod
     def from_config(cls, context: Any, path: str, **settings: Any) -> BeirFolder:
@@ -62,7 +67,7 @@ class BeirFolder:
         return Path(self.path)
 
     def load(self) -> Collection:
-        return load_beir(self.folder, self.split, self.name, self.strict)
+        return load_beir(self.folder, self.split, self.name, self.strict, self.grading)
 
     def splits(self) -> list[str]:
         qrels = self.folder / "qrels"
@@ -78,15 +83,19 @@ class BeirFolder:
 
 
 @dataclass(frozen=True)
-class Helpdesk:
+class Helpdesk(Graded):
     """docs/helpdesk-reference.md's 28-document help-desk corpus, embedded in the package (no path needed); one split,
     ``test``."""
 
     name: str = HELPDESK_NAME
     split: str = "test"
+    grades: dict[int, int] | None = None
+    negative_grades: str = UNJUDGED
+    folder: ClassVar[str] = HELPDESK_NAME  # its folder inside the package
 
     def _folder(self) -> BeirFolder:
-        return BeirFolder(_helpdesk_folder(), self.split, self.name)
+        return BeirFolder(_shipped_folder(self.folder), self.split, self.name, grades=self.grades,
+                          negative_grades=self.negative_grades)
 
     def load(self) -> Collection:
         if self.split != "test":
@@ -103,22 +112,36 @@ class Helpdesk:
         return dataclasses.replace(self, split=split)
 
 
+@dataclass(frozen=True)
+class HelpdeskPages(Helpdesk):
+    """The help-desk corpus stitched into four topic pages (Markdown: a section per topic), its judgments turned into
+    span judgments of the original sentences (``python -m bench.stitch helpdesk`` makes it): the long-document
+    sample chunking is measured on (docs/chunking.md)."""
+
+    name: str = HELPDESK_PAGES_NAME
+    folder: ClassVar[str] = HELPDESK_PAGES_NAME
+
+
 def helpdesk() -> Collection:
     """The embedded default: docs/helpdesk-reference.md's 28-document help-desk corpus, shipped with the package."""
     return Helpdesk().load()
 
 
 @dataclass(frozen=True)
-class Benchmark:
+class Benchmark(Graded):
     """A public benchmark by name (``corpus=scifact``, ``corpus=cranfield``): through ir_datasets (``id``, and
     ``split`` picks its split), or from a local BEIR-layout copy when ``path`` is set (an override, or the
-    environment variable the preset names). The same data by either route has the same digests."""
+    environment variable the preset names). The same data by either route has the same digests. ``grades`` maps
+    the benchmark's own grades to gains on either route (Cranfield's preset: its relevance codes), so a local copy
+    holds the grades the dataset does."""
 
     id: str
     name: str
     split: str = "test"
     path: str | None = None
     strict: bool = False
+    grades: dict[int, int] | None = None
+    negative_grades: str = UNJUDGED
 
     @classmethod
     def from_config(cls, context: Any, path: str | None = None, **settings: Any) -> Benchmark:
@@ -127,9 +150,10 @@ class Benchmark:
 
     def route(self) -> CorpusSource:
         """Where it is read from: the local folder when one is named, else ir_datasets."""
+        graded = {"grades": self.grades, "negative_grades": self.negative_grades}
         if self.path is not None:
-            return BeirFolder(self.path, self.split, self.name, self.strict)
-        return IrDatasets(self.id, self.split, self.name, strict=self.strict)
+            return BeirFolder(self.path, self.split, self.name, self.strict, **graded)
+        return IrDatasets(self.id, self.split, self.name, strict=self.strict, **graded)
 
     def load(self) -> Collection:
         return self.route().load()

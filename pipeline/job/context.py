@@ -65,7 +65,8 @@ class SweepHandle:
 
 
 TARGET_KEY = "retriever._target_"
-SYSTEM_KEYS = ("retriever.", "retriever@retriever.", "text.", "depth")  # overrides that change what a system ranks
+SYSTEM_KEYS = ("retriever.", "retriever@retriever.", "text.", "depth", "chunker")  # overrides that change what a system
+# ranks (a chunker: its choice and settings)
 
 
 def system_name(retriever_name: str, overrides: list[str], varying: list[str],

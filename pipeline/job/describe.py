@@ -17,6 +17,7 @@ from pipeline.common.names import (
     TAG_CORPUS_SOURCE,
     TAG_DESCRIPTION,
     TAG_DOCUMENTS_DIGEST,
+    TAG_GRADES,
     TAG_IRDS_ID,
     TAG_JOB,
     TAG_JUDGMENTS,
@@ -34,6 +35,7 @@ from pipeline.common.names import (
 from pipeline.common.redact import redact_text
 from pipeline.config.paths import entry_defaults
 from pipeline.config.plan import config_digest
+from pipeline.data.grades import recorded
 from pipeline.data.irds import ROUTE as IRDS_ROUTE
 from pipeline.job.context import JobContext, SweepHandle, config_tags, system_name
 from pipeline.reports.text import interval_text, job_description
@@ -114,9 +116,12 @@ def resolved_settings(retriever: object, node: DictConfig, prefix: str = "retrie
 
 def data_identity(c: Collection) -> dict[str, str]:
     """What a result records of its data: the digests of its documents, questions and judgments (each on its own,
-    so the same data reached by two routes is seen to be the same), where it was read, its ir_datasets id."""
+    so the same data reached by two routes is seen to be the same), where it was read, its ir_datasets id, and how
+    its grades became gains when they did (the judgments' digest is of the gains measured)."""
     found = {TAG_DOCUMENTS_DIGEST: c.corpus_digest, TAG_QUESTIONS_DIGEST: c.queries_digest,
-             TAG_QRELS_DIGEST: c.qrels.digest(), TAG_CORPUS_SOURCE: c.source or c.name}
+             TAG_QRELS_DIGEST: c.judgments_digest, TAG_CORPUS_SOURCE: c.source or c.name}
     if c.origin.get("route") == IRDS_ROUTE:
         found[TAG_IRDS_ID] = c.origin["id"]
+    if grading := recorded(c.origin):
+        found[TAG_GRADES] = grading
     return found

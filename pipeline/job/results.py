@@ -4,19 +4,22 @@ each mean's bootstrap interval) and its per-question table; the files it writes 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from metrics.bootstrap import Interval, bootstrap_ci
 from metrics.errors import InputError, Note
-from metrics.evaluation import Evaluation, evaluate
+from metrics.evaluation import Evaluation, evaluate, figure
 from metrics.judged import judged_only
 from metrics.run import PAD, Run
 from pipeline.common import commands, progress
 from pipeline.common.names import (
     CONDENSED,
     DOCUMENTS_METRIC,
+    HOUSEKEEPING,
+    INDEX_MB_METRIC,
     JUDGE_SHEET,
     LOWER,
     NOT_RELEVANT_METRIC,
@@ -30,6 +33,9 @@ from pipeline.config.build import MetricPlan
 from pipeline.data.collection import Collection
 from pipeline.reports.text import job_text
 from retrievers import Retriever
+
+if TYPE_CHECKING:
+    from pipeline.job.indexed import Chunked
 
 TOP_SHOWN = 3  # top document ids kept per question in the per-question table
 IDS_SHOWN = 5  # ids a merged note keeps
@@ -55,6 +61,7 @@ class JobResult:
     # condensed lists (unjudged documents removed), logged as condensed/<key>, never mixed with the standard ones
     rankings_from: str | None = None  # where the rankings came from, when the retriever read them (Retriever.source)
     kept: dict[str, bytes] = field(default_factory=dict)  # files the retriever keeps beside the run (Retriever.files)
+    chunked: Chunked | None = None  # a job that ranks chunks, or scores span or budget measures
 
     @classmethod
     def of(cls, system: str, collection: Collection, retriever: Retriever, run: Run, evaluation: Evaluation,
@@ -65,6 +72,20 @@ class JobResult:
                    per_question_table(collection, run, evaluation), seconds, extra,
                    [*collection.notes, *retriever.notes()], rankings_from=retriever.source(),
                    kept=retriever.files())
+
+    def add_chunks(self, chunked: Chunked) -> None:
+        """What the job ranked chunks with and kept of them; a chunking's figures become ``system/`` metrics (chunks,
+        their tokens' percentiles, chunks per document ...) and a warning when most documents are one chunk."""
+        if chunked.chunks is None and chunked.chunking is None:
+            return
+        self.chunked = chunked
+        self.extra_metrics.update({HOUSEKEEPING + k: v for k, v in chunked.metrics().items()})
+        self.notes.extend(chunked.notes())
+
+    def add_index_size(self, size: int | None) -> None:
+        """The retriever's index in memory, when it can tell (``system/index_mb``)."""
+        if size is not None:
+            self.extra_metrics[INDEX_MB_METRIC] = round(size / 2**20, 4)
 
     def add_condensed(self) -> None:
         """``metrics.judged_only``: the same metrics on condensed lists, their intervals and their per-question
@@ -150,11 +171,14 @@ def merged_notes(notes: list[str]) -> list[Note]:
             for kind, group in kinds.items()]
 
 
-def score(run: Run, collection: Collection, plan: MetricPlan) -> Evaluation:
-    """Every metric of the plan, per question. A collection none of whose questions is judged at all (own files
-    not judged yet) gives an empty evaluation: the job ranks and logs, unscored (:func:`unjudged`). An InputError
-    when questions are judged but none at or above the relevance level."""
-    evaluation = evaluate(run, collection.qrels, plan.specs, plan.settings, query_ids=collection.query_ids)
+def score(run: Run, collection: Collection, plan: MetricPlan, chunked: Chunked | None = None) -> Evaluation:
+    """Every metric of the plan, per question (span and budget measures from ``chunked``'s ranking of chunks, spans
+    and chunks: :func:`metrics.evaluate`). A collection none of whose questions is judged at all (own files not judged
+    yet) gives an empty evaluation: the job ranks and logs, unscored (:func:`unjudged`). An InputError when questions
+    are judged but none at or above the relevance level."""
+    chunks, spans, table = (chunked.chunks, chunked.spans, chunked.table) if chunked else (None, None, None)
+    evaluation = evaluate(run, collection.qrels, plan.specs, plan.settings, query_ids=collection.query_ids,
+                          chunks=chunks, spans=spans, chunking=table)
     if evaluation.per_question.empty and not unjudged(collection):
         raise InputError(f"no question of {collection.name} has a judgment at or above relevance level "
                          f"{plan.settings.level}: nothing to evaluate")
@@ -177,15 +201,15 @@ def nothing_judged_line(result: JobResult, run_id: str | None) -> str:
 
 
 def bootstrap(evaluation: Evaluation, plan: MetricPlan) -> dict[str, Interval]:
-    """Each metric's mean with its bootstrap interval over questions (one set of resamples for every metric); none
-    when no question was scored."""
+    """Each metric's mean with its bootstrap interval over questions (one set of resamples for every metric; gm_map's
+    and gm_bpref's geometric: :func:`metrics.evaluation.figure`); none when no question was scored."""
     if evaluation.per_question.empty:
         return {}
     names = [s.name for s in plan.specs]
     values = evaluation.per_question[names].to_numpy(dtype=np.float64)
     with progress.ticker(plan.resamples, "bootstrap", "resample", unit_scale=True) as tick:
         found = bootstrap_ci(values, plan.resamples, plan.seed, plan.confidence, plan.method, progress=tick)
-    return dict(zip(names, found))
+    return {spec.name: figure(spec, interval) for spec, interval in zip(plan.specs, found)}
 
 
 def per_question_table(collection: Collection, run: Run, evaluation: Evaluation) -> pd.DataFrame:

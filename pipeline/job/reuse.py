@@ -20,13 +20,13 @@ import json
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 
 from metrics.errors import InputError
 from metrics.run import Run
-from pipeline.common.names import CACHE_PREFIX
+from pipeline.common.names import CACHE_PREFIX, CHUNKS_DIR
 from pipeline.config.build import plain
 from pipeline.data.collection import Collection
 from pipeline.data.sources import CorpusSource
@@ -34,13 +34,18 @@ from retrievers import Retriever, Tokenizer
 from retrievers.cache import DEFAULT_LIMIT_BYTES, CachedDocuments, TermCountCache, cache_root, parse_size
 from retrievers.text import TFIDF_STATS
 
+if TYPE_CHECKING:
+    from pipeline.chunking.chunked import Chunking
+
 COLLECTIONS_KEPT = 2
+CHUNKINGS_KEPT = 4  # chunkings a process keeps (a sweep over chunk sizes and retrievers: each size chunked once)
 RUNS_BYTES = 512 * 2**20  # rankings kept in memory, least recently used dropped first
 
 _caches: dict[tuple[str | None, int], TermCountCache] = {}
 _collections: OrderedDict[str, Collection] = OrderedDict()
 _loaded_ahead: set[str] = set()  # corpora read before the job that needs them (load_ahead): it counts the load
 _runs: OrderedDict[str, tuple[int, Run]] = OrderedDict()
+_chunkings: OrderedDict[str, Chunking] = OrderedDict()
 STATS: Counter = Counter()  # runs_ranked/_reused: this process's totals
 
 
@@ -111,8 +116,10 @@ class JobReuse:
     def __init__(self, cfg: DictConfig, tokenizer: Tokenizer, base: Path) -> None:
         self.tokenizer = tokenizer
         self.term_cache = None
+        self.chunk_folder: Path | None = None
         if cfg.cache.enabled:
             self.term_cache = shared_cache(cache_root(cfg.cache.dir, base), parse_size(cfg.cache.limit))
+            self.chunk_folder = cache_root(cfg.cache.dir, base) / CHUNKS_DIR
         self._start = self._totals()
         self._collection_origin: str | None = None
 
@@ -125,7 +132,8 @@ class JobReuse:
     def counters(self) -> dict[str, int]:
         """What this job did, since it started: every counter, zeros included (a 0 is a claim tests check)."""
         names = ["tokenised", "memory_hits", "disk_hits", "corrupt", "stored", "evicted", "tfidf_computed",
-                 "tfidf_reused", "runs_ranked", "runs_reused"]
+                 "tfidf_reused", "runs_ranked", "runs_reused", "chunkings_computed", "chunkings_read",
+                 "chunkings_reused"]
         now = self._totals()
         counts = {name: int(now[name] - self._start[name]) for name in names}
         counts["collections_loaded"] = int(self._collection_origin == "loaded")
@@ -148,6 +156,25 @@ class JobReuse:
         if self.term_cache is None:
             return collection
         return CachedDocuments(collection.doc_ids, collection.doc_texts, collection.corpus_digest, self.term_cache)
+
+    # -- chunks ------------------------------------------------------------------------------------------------
+
+    def chunking(self, collection: Collection, chunker: Any) -> Chunking:
+        """The collection's chunks: kept in this process, else read from the cache folder, else cut now (counted as
+        ``chunkings_reused``, ``_read`` or ``_computed``)."""
+        from pipeline.chunking.chunked import chunking, settings_key  # only a job that chunks pays for it
+
+        key = settings_key(chunker, collection.corpus_digest)
+        if key in _chunkings:
+            _chunkings.move_to_end(key)
+            STATS["chunkings_reused"] += 1
+            return dataclasses.replace(_chunkings[key], seconds=0.0)
+        found, how = chunking(collection, chunker, self.chunk_folder, key)
+        STATS[f"chunkings_{how}"] += 1
+        _chunkings[key] = found
+        while len(_chunkings) > CHUNKINGS_KEPT:
+            _chunkings.popitem(last=False)
+        return found
 
     # -- rankings ----------------------------------------------------------------------------------------------
 
@@ -242,6 +269,9 @@ class SharedRanking(Retriever):
 
     def notes(self) -> list[str]:
         return self.inner.notes()
+
+    def index_bytes(self) -> int | None:
+        return self.inner.index_bytes() if self._indexed else 0  # a ranking from the memo: no index of its own
 
     def __getattr__(self, attribute: str):
         if attribute.startswith("_") or attribute in ("inner", "key"):

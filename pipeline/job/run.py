@@ -32,9 +32,9 @@ from omegaconf import DictConfig
 from metrics.errors import InputError
 from pipeline.common import interrupts, progress
 from pipeline.config.plan import JobPlan
-from pipeline.job import engine
 from pipeline.job.context import JobContext
 from pipeline.job.diagnose import diagnose_job
+from pipeline.job.indexed import Indexed
 from pipeline.job.recording import JobOutcome, JobRecorder
 from pipeline.job.results import JobResult, bootstrap, score
 from pipeline.job.reuse import JobReuse
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from pipeline.data.collection import Collection
     from retrievers import Retriever
 
-TIMED = ("load", "index", "rank", "evaluate", "bootstrap")  # logged as time/<stage>_s
+TIMED = ("load", "chunk", "index", "rank", "evaluate", "bootstrap")  # logged as time/<stage>_s (chunk: when it chunks)
 
 # A sweep's job whose plots were still being drawn when it ended: completed, saved and logged by finish_waiting().
 _WAITING: list[Callable[[], JobOutcome]] = []
@@ -129,6 +129,8 @@ class Job:
         plan = JobPlan.check(self.cfg, self.ctx.launch_dir)
         self.cfg = plan.cfg  # this config completed, or an equal one the sweep's driver checked ahead
         self.record.checked(plan)
+        if not plan.chunked:
+            self._bar.total = len(TIMED) - 1
         self.reuse = JobReuse(self.cfg, plan.context.tokenizer, self.ctx.launch_dir)
         return plan
 
@@ -139,22 +141,26 @@ class Job:
         return collection
 
     def index(self, plan: JobPlan, collection: Collection) -> Retriever:
-        with self.stage("index"):
-            engine.index(plan.retriever, self.reuse, self.cfg.retriever, collection)
+        """Index the documents, or, when the job chunks, their chunks (cut once per corpus and chunker settings)."""
+        self.indexed = Indexed(plan, self.reuse, self.cfg.retriever)
+        self.indexed.index(plan.retriever, collection, self.stage)
         return plan.retriever
 
     def rank(self, plan: JobPlan, retriever: Retriever, collection: Collection) -> Run:
         with self.stage("rank"):
-            return engine.rank(retriever, self.reuse, self.cfg.retriever, collection, plan.depth, self.system)
+            return self.indexed.rank(retriever, collection, self.system)
 
     def evaluate(self, plan: JobPlan, collection: Collection, retriever: Retriever, run: Run) -> JobResult:
         """Every metric per question, then each mean's bootstrap interval."""
         with self.stage("evaluate"):
-            evaluation = score(run, collection, plan.metrics)
+            chunked = self.indexed.scored(collection, run)
+            evaluation = score(run, collection, plan.metrics, chunked)
         with self.stage("bootstrap"):
             intervals = bootstrap(evaluation, plan.metrics)
         result = JobResult.of(self.system, collection, retriever, run, evaluation, plan.metrics, intervals,
                               self.seconds, self.reuse.reused_metrics())
+        result.add_chunks(chunked)
+        result.add_index_size(retriever.index_bytes())
         if plan.metrics.judged_only and result.scored:  # condensed lists, beside and apart from the standard figures
             result.add_condensed()
         return result

@@ -41,14 +41,14 @@ class Assessors:
         if self.studio is None:
             return {}
         self.title = self.settings.label_studio.project or name
-        self.project, self.made = self.studio.ensure_project(
-            self.title, self.settings.grades, f"rankscope pool {name}: {collection.label}, {len(pooled.chosen)} pairs")
+        described = f"rankscope pool {name}: {collection.label}, {len(pooled.to_judge)} pairs"
+        self.project, self.made = self.studio.ensure_project(self.title, self.settings.grades, described)
         return {"label_studio": {"url": self.studio.url, "project": self.title, "project_id": self.project["id"]}}
 
     def hand_over(self, pooled: Pooled, collection: Collection, folder: Path) -> None:
         """Push the pairs not in the project yet, or write the sheet; say where to judge them and how to go on."""
         questions, documents = texts(collection)
-        pairs = pooled.chosen.pairs
+        pairs = pooled.to_judge
         studio = self.studio
         if studio is not None:
             project = self.project

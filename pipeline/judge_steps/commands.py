@@ -1,18 +1,23 @@
-"""The three steps as ``python -m pipeline.judge`` runs them: arguments and settings in, lines out."""
+"""The steps as ``python -m pipeline.judge`` runs them (pool, pull, adjudicate, rescore): arguments and settings
+in, lines out."""
 
 from __future__ import annotations
 
 import argparse
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from pipeline.common.names import QRELS_TREC
+from pipeline.judge_steps.adjudication import command_for, push_round, read_round, refuse_open, texts_of
 from pipeline.judge_steps.assessors import Assessors, pool_folder, read_grades
 from pipeline.judge_steps.changes_report import changes_text
 from pipeline.judge_steps.gates_again import gates_again
-from pipeline.judge_steps.pooling import load_pool, make_pools, pool_text, save_pool
-from pipeline.judge_steps.pulling import build_version, log_version, version_text, write_version
+from pipeline.judge_steps.pooling import SavedPool, load_pool, make_pools, pool_text, save_pool
+from pipeline.judge_steps.pulling import build_version, check_agreement, log_version, version_text, write_version
 from pipeline.judge_steps.rescored_log import log_rescoring
 from pipeline.judge_steps.rescoring import Outcome, rescore_run, what_changed
 from pipeline.judge_steps.settings import JUDGING_DIR, LABEL_STUDIO, JudgeSettings, load_settings
@@ -28,13 +33,10 @@ from pipeline.tracking.store import Store, run_location, tracking_uri
 
 
 def _settings(args: argparse.Namespace) -> JudgeSettings:
-    overrides: dict[str, Any] = {k: getattr(args, k, None) for k in ("depth", "order", "rule")}
-    if getattr(args, "budget", None):
-        overrides["budgets"] = args.budget
-    ls = {k: getattr(args, k, None) for k in ("url", "project")}
-    if any(v is not None for v in ls.values()):
-        overrides["label_studio"] = {k: v for k, v in ls.items() if v is not None}
-    return load_settings(args.judge, overrides)
+    """The settings file's values, then the flags' (a bad flag's value named by its flag)."""
+    flags = {"depth": "depth", "order": "order", "rule": "rule", "ties": "ties", "budget": "budget",
+             "agreement.minimum": "min_agreement", "label_studio.url": "url", "label_studio.project": "project"}
+    return load_settings(args.judge, {key: getattr(args, name, None) for key, name in flags.items()})
 
 
 def _store(args: argparse.Namespace, base: Path) -> tuple[Any, str | None, str]:
@@ -61,7 +63,10 @@ def pool(args: argparse.Namespace, base: Path) -> int:
     folder = Path(args.out) if args.out else base / JUDGING_DIR / name
     print(pool_text(pooled), flush=True)
     save_pool(folder, pooled, name, assessors.open_project(name, collection, pooled))
-    print(f"\nPool saved in {folder} ({len(pooled.chosen.pairs)} pairs, {settings.order} order)")
+    kept, size = len(pooled.to_judge), len(pooled.chosen)
+    said = (f"{kept} pairs: the first {kept} of the {size} pooled in {settings.order} order, --budget "
+            f"{settings.budget}" if kept < size else f"{kept} pairs, {settings.order} order")
+    print(f"\nPool saved in {folder} ({said})")
     assessors.hand_over(pooled, collection, folder)
     return 0
 
@@ -69,13 +74,34 @@ def pool(args: argparse.Namespace, base: Path) -> int:
 # -- pull -------------------------------------------------------------------------------------------------------
 
 
-def pull(args: argparse.Namespace, base: Path) -> int:
+@dataclass
+class Graded:
+    """What pull and adjudicate read first: the settings, where the grades come from, the pool, the grades."""
+
+    settings: JudgeSettings
+    sources: list[str]
+    sheets: list[Path]
+    saved: SavedPool
+    annotations: pd.DataFrame
+
+
+def _graded(args: argparse.Namespace, base: Path) -> Graded:
     settings = _settings(args)
     sources = args.sources or [LABEL_STUDIO]
     sheets = [Path(s) for s in sources if s != LABEL_STUDIO]
     saved = load_pool(pool_folder(args, settings, base, sheets))
-    annotations = read_grades(args, settings, saved, sources, sheets)
-    pulled = build_version(saved, annotations, settings.grades, settings.rule, args.override)
+    return Graded(settings, sources, sheets, saved, read_grades(args, settings, saved, sources, sheets))
+
+
+def pull(args: argparse.Namespace, base: Path) -> int:
+    graded = _graded(args, base)
+    settings, sheets, saved, annotations = graded.settings, graded.sheets, graded.saved, graded.annotations
+    adjudications = read_round(settings, saved, args.url)
+    pulled = build_version(saved, annotations, settings.grades, settings.rule, args.override, settings.ties,
+                           adjudications)
+    command = command_for(saved, sheets)
+    refuse_open(pulled.merged, settings.rule, command)
+    check_agreement(pulled, settings.agreement.measure, settings.agreement.minimum, args.force, command)
     text = version_text(pulled, saved)
     if not args.no_log:  # the store is checked before any file is written
         client, _, uri = _store(args, base)
@@ -89,6 +115,16 @@ def pull(args: argparse.Namespace, base: Path) -> int:
     print(f"MLflow: qrels version {v.digest} logged as a dataset, {run_location(uri, experiment_id, run_id)}")
     runs = " ".join(r["run_id"] for r in saved.meta["runs"])
     print(f"Re-score: python -m pipeline.judge rescore {runs} --qrels {v.digest}")
+    return 0
+
+
+# -- adjudicate -------------------------------------------------------------------------------------------------
+
+
+def adjudicate(args: argparse.Namespace, base: Path) -> int:
+    g = _graded(args, base)
+    print(push_round(args, g.settings, g.saved, g.annotations, texts_of(args, g.settings, g.saved, g.sources,
+                                                                        g.sheets)))
     return 0
 
 
@@ -117,4 +153,4 @@ def rescore(args: argparse.Namespace, base: Path) -> int:
     return 0
 
 
-__all__ = ["pool", "pull", "rescore"]
+__all__ = ["adjudicate", "pool", "pull", "rescore"]

@@ -1,6 +1,7 @@
 """Pool: the unjudged pairs in the top k of the runs a selection names, in both orders; how far each budget of
 judgments gets every system; the pool saved in its folder (``pool.csv``, ``pool.json``, the base version's qrels) for
-``pull`` to check the grades against."""
+``pull`` to check the grades against. With a budget (``--budget N``) only the first N pairs of the chosen order are
+saved and handed to the assessors."""
 
 from __future__ import annotations
 
@@ -38,6 +39,13 @@ class Pooled:
     def chosen(self) -> Pool:
         return self.pools[self.settings.order]
 
+    @property
+    def to_judge(self) -> pd.DataFrame:
+        """The pairs saved and handed to the assessors: the chosen order's first ``budget`` (all without one)."""
+        pairs = self.chosen.pairs
+        budget = self.settings.budget
+        return pairs if budget is None else pairs.head(budget).reset_index(drop=True)
+
 
 def make_pools(ranked: list[Ranked], collection: Collection, base: Qrels, settings: JudgeSettings) -> Pooled:
     runs = {r.system: r.ranking for r in ranked}
@@ -47,7 +55,9 @@ def make_pools(ranked: list[Ranked], collection: Collection, base: Qrels, settin
 
 
 def budgets_of(settings: JudgeSettings, size: int) -> list[int]:
-    return sorted({min(b, size) for b in settings.budgets} | {size})
+    """The numbers of judgments judged@k is reported after: the settings' ``budgets``, the budget, the whole pool."""
+    budget = set() if settings.budget is None else {settings.budget}
+    return sorted({min(b, size) for b in [*settings.budgets, *budget]} | {size})
 
 
 def pool_text(pooled: Pooled) -> str:
@@ -71,6 +81,8 @@ def pool_text(pooled: Pooled) -> str:
         need = (f"{needed} of the {len(found)} pairs" if needed is not None else
                 f"not reached within the pool (depth {found.depth})")
         mark = " (the order pushed)" if order == s.order else ""
+        if order == s.order and s.budget is not None and s.budget < len(found):
+            mark = f" (the order pushed: its first {s.budget} pairs, --budget {s.budget})"
         lines += ["", f"judged@{s.k} by judgments made, {order} order{mark}:",
                   format_table(rows, align="l" + "r" * (len(header) - 1)),
                   f"pairs to judge for judged@{s.k} >= {s.target} in every system: {need}"]
@@ -78,11 +90,12 @@ def pool_text(pooled: Pooled) -> str:
 
 
 def save_pool(folder: Path, pooled: Pooled, name: str, extra: dict[str, Any] | None = None) -> Path:
-    """The chosen order's pool, what it was made from and the base version, written whole (each file atomically)."""
+    """The chosen order's pairs to judge (the first ``budget``), what they were pooled from and the base version,
+    written whole (each file atomically)."""
     folder.mkdir(parents=True, exist_ok=True)
     chosen, c = pooled.chosen, pooled.collection
     partial = folder / (POOL_FILE + ".partial")
-    chosen.pairs.to_csv(partial, index=False)
+    pooled.to_judge.to_csv(partial, index=False)
     base = folder / BASE_FILE
     base_partial = folder / (BASE_FILE + ".partial")
     base_partial.write_text(trec_text(pooled.base), encoding="utf-8")
@@ -94,7 +107,8 @@ def save_pool(folder: Path, pooled: Pooled, name: str, extra: dict[str, Any] | N
             "experiment_id": pooled.ranked[0].run.info.experiment_id,
             "corpus": c.name, "split": c.split, "label": c.label, "documents_digest": c.corpus_digest,
             "questions_digest": c.queries_digest, "base_qrels": pooled.base.digest(), "base_file": BASE_FILE,
-            "depth": s.depth, "order": s.order, "persistence": s.persistence, "pairs": len(chosen),
+            "depth": s.depth, "order": s.order, "persistence": s.persistence, "pairs": len(pooled.to_judge),
+            "pooled": len(chosen), "budget": s.budget,
             "scale": {str(g): m for g, m in s.grades.meanings}, **(extra or {})}
     write_json(folder / POOL_META, meta)
     return folder

@@ -1,12 +1,14 @@
 """Pull: the assessors' grades (from Label Studio or sheets) checked against the pool, their agreement, one grade per
-pair by the settings' rule, and the next qrels version written whole into the pool's folder, then logged to MLflow as
-a dataset (after the version it follows, when the chain starts with the runs' own qrels)."""
+pair by the settings' rule (a tie settled by an adjudication round's grade, else by ``ties``), and the next qrels
+version written whole into the pool's folder, then logged to MLflow as a dataset (after the version it follows, when
+the chain starts with the runs' own qrels). A version whose assessors agree less than ``agreement.minimum`` is
+refused, unless a third assessor settled every tie or ``--force`` takes it anyway."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pandas as pd
 
 from metrics.errors import InputError
 from pipeline.common.names import (
+    ADJUDICATIONS_FILE,
     ANNOTATIONS_FILE,
     CONTRADICTIONS_FILE,
     DISAGREEMENTS_FILE,
@@ -23,8 +26,9 @@ from pipeline.common.names import (
     TAG_QUESTIONS_DIGEST,
     VERSION_TEXT,
 )
+from pipeline.judge_steps.adjudication import settled
 from pipeline.judge_steps.pooling import SavedPool
-from pipeline.judging_maths.agreement import KEY, Agreement, agreement, merge
+from pipeline.judging_maths.agreement import ADJUDICATED, KEY, LOWER, MAJORITY, Agreement, agreement, merge
 from pipeline.judging_maths.scale import Scale
 from pipeline.judging_maths.versions import Version, beir_text, frame, next_version, trec_text
 from pipeline.tracking import judgments as tracked
@@ -36,11 +40,22 @@ SHOWN = 10
 
 @dataclass
 class Pulled:
-    annotations: pd.DataFrame
-    merged: pd.DataFrame
+    annotations: pd.DataFrame  # the assessors' grades (an adjudication round's apart)
+    merged: pd.DataFrame  # one grade per pair: query_id, doc_id, grade, assessors, tied, adjudicated, open
     agreement: Agreement | None
     version: Version
     rule: str
+    ties: str = LOWER
+    adjudications: pd.DataFrame = field(default_factory=pd.DataFrame)  # the round's grades, as read
+    forced: bool = False  # taken although its assessors agree less than the minimum (--force)
+
+    @property
+    def tied(self) -> int:
+        return int(self.merged["tied"].sum())
+
+    @property
+    def adjudicated(self) -> int:
+        return int(self.merged["adjudicated"].sum())
 
     @property
     def assessors(self) -> list[str]:
@@ -52,9 +67,10 @@ class Pulled:
         return max(when) if when else ""
 
 
-def build_version(saved: SavedPool, annotations: pd.DataFrame, scale: Scale, rule: str,
-                  override: bool = False) -> Pulled:
-    """The next version from the pool's base and ``annotations`` (each pair checked to be the pool's)."""
+def build_version(saved: SavedPool, annotations: pd.DataFrame, scale: Scale, rule: str = MAJORITY,
+                  override: bool = False, ties: str = LOWER, adjudications: pd.DataFrame | None = None) -> Pulled:
+    """The next version from the pool's base and ``annotations`` (each pair checked to be the pool's); a tie settled
+    by ``adjudications`` (the round's grades) where they hold the pair, else by ``ties``."""
     if annotations.empty:
         raise InputError(f"no pair of the pool in {saved.folder} is graded yet: nothing to pull")
     keys = saved.keys
@@ -65,8 +81,30 @@ def build_version(saved: SavedPool, annotations: pd.DataFrame, scale: Scale, rul
                          f"{q!r} and document {d!r}: nothing written")
     several = annotations.groupby(KEY)["assessor"].nunique()
     agree = agreement(annotations, scale.grades) if (several >= 2).any() else None
-    merged = merge(annotations, rule)
-    return Pulled(annotations, merged, agree, next_version(saved.base(), merged, override), rule)
+    rounds = adjudications if adjudications is not None else pd.DataFrame(columns=annotations.columns)
+    merged = merge(annotations, rule, ties, settled(rounds, rule))
+    return Pulled(annotations, merged, agree, next_version(saved.base(), merged, override), rule, ties, rounds)
+
+
+def check_agreement(pulled: Pulled, measure: str, minimum: float, force: bool, adjudicate: str) -> None:
+    """Refuse a version whose assessors agree less than ``minimum`` on ``measure`` while some of their ties are left
+    to a rule, with the count of pairs they graded differently; ``force`` takes it anyway (noted in the version).
+    ``adjudicate`` is the command that starts an adjudication round."""
+    found = pulled.agreement
+    if found is None or not found.below(measure, minimum):
+        return
+    left = pulled.tied - pulled.adjudicated
+    if left == 0:
+        return  # every tie was settled by a person
+    if force:
+        pulled.forced = True
+        return
+    differ = len(found.disagreements)
+    raise InputError(f"the assessors agree too little for a rule to merge their grades: {found.name(measure)} "
+                     f"{found.figure(measure):.3f} is below {minimum:g} (agreement.minimum, --min-agreement) over "
+                     f"{found.shared} pairs graded by two or more, {differ} of them graded differently, {left} left "
+                     f"tied by the {pulled.rule} rule (ties: {pulled.ties}): have a third assessor settle them "
+                     f"({adjudicate}), or take the version anyway (--force); nothing written")
 
 
 def version_text(pulled: Pulled, saved: SavedPool) -> str:
@@ -77,7 +115,9 @@ def version_text(pulled: Pulled, saved: SavedPool) -> str:
              f"{counts['contradicted']} contradicting the parent's grade) by {', '.join(pulled.assessors)}; "
              f"{len(saved.pairs) - len(pulled.merged)} of the pool's {len(saved.pairs)} pairs not graded yet"]
     if pulled.agreement is not None:
-        lines += [*pulled.agreement.lines(), f"merged by the {pulled.rule} rule"]
+        lines += [*pulled.agreement.lines(), f"merged by the {pulled.rule} rule; {_ties_line(pulled)}"]
+        if pulled.forced:
+            lines.append("taken although the assessors agree less than the minimum (--force)")
         shown = pulled.agreement.disagreements.head(SHOWN)
         lines += [f"  {r.query_id} {r.doc_id}: {r.grades}" for r in shown.itertuples()]
         more = len(pulled.agreement.disagreements) - len(shown)
@@ -90,6 +130,19 @@ def version_text(pulled: Pulled, saved: SavedPool) -> str:
         lines.append(f"{len(c)} new grade(s) contradict the parent version's; {kept}:")
         lines += [f"  {r.query_id} {r.doc_id}: was {r.old}, now graded {r.new}" for r in c.head(SHOWN).itertuples()]
     return "\n".join(lines)
+
+
+def _ties_line(pulled: Pulled) -> str:
+    """How the pairs the rule left tied were settled."""
+    tied, by_person = pulled.tied, pulled.adjudicated
+    if not tied:
+        return "no pair left tied"
+    by_rule = tied - by_person
+    said = [f"{by_person} settled by adjudication"] if by_person else []
+    if by_rule:
+        said.append(f"{by_rule} waiting for adjudication" if pulled.ties == ADJUDICATED else
+                    f"{by_rule} to the {pulled.ties} grade")
+    return f"{tied} pair(s) left tied: {', '.join(said)}"
 
 
 def write_version(pulled: Pulled, saved: SavedPool, text: str) -> Path:
@@ -105,6 +158,8 @@ def write_version(pulled: Pulled, saved: SavedPool, text: str) -> Path:
         pulled.annotations.to_csv(work / ANNOTATIONS_FILE, index=False)
         if pulled.agreement is not None and len(pulled.agreement.disagreements):
             pulled.agreement.disagreements.to_csv(work / DISAGREEMENTS_FILE, index=False)
+        if len(pulled.adjudications):
+            pulled.adjudications.to_csv(work / ADJUDICATIONS_FILE, index=False)
         if len(v.contradictions):
             v.contradictions.to_csv(work / CONTRADICTIONS_FILE, index=False)
         (work / VERSION_TEXT).write_text(text + "\n", encoding="utf-8")
@@ -137,8 +192,10 @@ def log_version(client: MlflowClient, experiment: str, uri: str, pulled: Pulled,
                                 counts={"judgments": len(parent), "questions": len(parent.judged_queries())},
                                 assessors=[], judged_at="", files=[first], source=str(saved.folder))
     counts: dict[str, float] = dict(v.counts())
+    counts.update({"tied": pulled.tied, "adjudicated": pulled.adjudicated})
     if pulled.agreement is not None:
-        counts.update({"agreement_alpha": pulled.agreement.alpha, "agreement_exact": pulled.agreement.exact})
+        counts.update({"agreement_alpha": pulled.agreement.alpha, "agreement_exact": pulled.agreement.exact,
+                       "agreement_forced": float(pulled.forced)})
         if pulled.agreement.kappa is not None:
             counts.update({"agreement_kappa": pulled.agreement.kappa,
                            "agreement_weighted_kappa": pulled.agreement.weighted_kappa or float("nan")})

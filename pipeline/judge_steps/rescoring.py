@@ -14,7 +14,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from metrics.bootstrap import Interval, bootstrap_ci
-from metrics.evaluation import evaluate
+from metrics.evaluation import evaluate, figure
 from metrics.qrels import Qrels
 from metrics.run import PAD, Run
 from metrics.spec import MetricSpec
@@ -68,7 +68,7 @@ def score_ranking(ranking: Run, qrels: Qrels, plan: MetricPlan, questions: list[
     if not per_question.empty:
         found = bootstrap_ci(per_question[names].to_numpy(dtype=np.float64), plan.resamples, plan.seed,
                              plan.confidence, plan.method)
-        intervals = dict(zip(names, found))
+        intervals = {spec.name: figure(spec, interval) for spec, interval in zip(evaluation.metrics, found)}
     ids = per_question.index.tolist()
     rows = ranking.query_positions(np.asarray(ids, dtype=object)) if ids else np.zeros(0, dtype=np.int64)
     first = evaluation.first_relevant_rank.reindex(ids).to_numpy()

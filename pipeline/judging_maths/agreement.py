@@ -6,14 +6,18 @@
 - Krippendorff's alpha (Krippendorff 2011, "Computing Krippendorff's alpha-reliability") for any number of assessors,
   some pairs graded by only some of them, with the ordinal difference function over the scale's grades; as the
   ``krippendorff`` package computes it (checked against it in the tests).
-- Merge rules: ``majority`` (the grade most assessors gave; a tie goes to the lowest of the tied grades, so a pair
-  is never called more relevant than half of its assessors said) and ``median`` (the median grade; of an even
-  number, the lower of the two middle ones, for the same reason).
+- Light's kappa (Light 1971) for three assessors or more: the mean of Cohen's kappa over every two of them (and the
+  same mean of the quadratic-weighted ones).
+- Merge rules: ``majority`` (the grade most assessors gave) and ``median`` (the median grade). A pair the rule leaves
+  tied (several grades given equally often; an even number of grades whose two middle ones differ: two assessors who
+  differ, always) is settled by ``ties``: ``lower`` (the lowest of the tied grades, so a pair is never called more
+  relevant than half of its assessors said), ``higher``, or ``adjudicated`` (only a third assessor's grade settles
+  it). An adjudicated grade, where there is one, settles its tie whatever ``ties`` says: a person decided.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -24,6 +28,11 @@ from metrics.errors import InputError
 
 MAJORITY, MEDIAN = "majority", "median"
 RULES = (MAJORITY, MEDIAN)
+LOWER, HIGHER, ADJUDICATED = "lower", "higher", "adjudicated"
+TIES = (LOWER, HIGHER, ADJUDICATED)
+# the figures an agreement threshold may be set on, and what they are called
+KAPPA, WEIGHTED_KAPPA, ALPHA = "kappa", "weighted_kappa", "alpha"
+MEASURES = {KAPPA: "Cohen's kappa", WEIGHTED_KAPPA: "quadratic-weighted kappa", ALPHA: "Krippendorff's alpha"}
 KEY = ["query_id", "doc_id"]
 ANNOTATION_COLUMNS = [*KEY, "assessor", "grade"]
 
@@ -105,10 +114,28 @@ class Agreement:
     shared: int  # pairs graded by two assessors or more
     exact: float  # share of those pairs whose grades are all equal
     alpha: float  # Krippendorff's alpha, ordinal
-    kappa: float | None = None  # Cohen's kappa (two assessors only)
+    kappa: float | None = None  # Cohen's kappa (two assessors); Light's kappa, the mean over pairs (three or more)
     weighted_kappa: float | None = None  # ... with quadratic weights
     pairwise: dict[tuple[str, str], float] = field(default_factory=dict)  # quadratic kappa per pair of assessors
     disagreements: pd.DataFrame = field(default_factory=pd.DataFrame)  # query_id, doc_id, grades (by assessor)
+
+    def figure(self, measure: str) -> float:
+        """The figure ``measure`` names (``MEASURES``); NaN where it is not defined (no pair graded twice, or no
+        variation to measure agreement on)."""
+        value = {KAPPA: self.kappa, WEIGHTED_KAPPA: self.weighted_kappa, ALPHA: self.alpha}[measure]
+        return float("nan") if value is None else float(value)
+
+    def name(self, measure: str) -> str:
+        """What ``measure`` is called here: Cohen's kappa for two assessors, Light's for more."""
+        if measure == ALPHA:
+            return "Krippendorff's alpha (ordinal)"
+        kappa = "Cohen's kappa" if len(self.assessors) == 2 else "Light's kappa"
+        return kappa if measure == KAPPA else f"quadratic-weighted {kappa}"
+
+    def below(self, measure: str, minimum: float) -> bool:
+        """Whether the assessors agree less than ``minimum`` on ``measure`` (an undefined figure is not below)."""
+        value = self.figure(measure)
+        return not np.isnan(value) and value < minimum
 
     def lines(self) -> list[str]:
         """What the terminal and the version's notes say."""
@@ -119,7 +146,9 @@ class Agreement:
                     f"no agreement to measure"]
         figures = []
         if self.kappa is not None:
-            figures.append(f"Cohen's kappa {_shown(self.kappa)} (quadratic-weighted {_shown(self.weighted_kappa)})")
+            mean = "" if len(self.assessors) == 2 else " (the mean of Cohen's over every two assessors)"
+            figures.append(f"{self.name(KAPPA)}{mean} {_shown(self.kappa)} (quadratic-weighted "
+                           f"{_shown(self.weighted_kappa)})")
         figures.append(f"Krippendorff's alpha (ordinal) {_shown(self.alpha)}")
         return [head + "; " + ", ".join(figures), f"{len(self.disagreements)} pair(s) with different grades"]
 
@@ -138,16 +167,15 @@ def agreement(annotations: pd.DataFrame, grades: Sequence[int]) -> Agreement:
     same = shared.apply(lambda row: row.dropna().nunique() == 1, axis=1) if len(shared) else pd.Series(dtype=bool)
     exact = float(same.mean()) if len(shared) else float("nan")
     alpha = krippendorff_alpha(values, grades)
-    kappa = weighted = None
-    pairwise = {}
+    pairwise, plain = {}, {}
     for a, b in combinations(assessors, 2):
         both = table[[a, b]].dropna()
         if len(both):
             pairwise[(a, b)] = cohen_kappa(both[a], both[b], grades, "quadratic")
-    if len(assessors) == 2 and pairwise:
-        both = table[assessors].dropna()
-        kappa = cohen_kappa(both[assessors[0]], both[assessors[1]], grades)
-        weighted = pairwise[(assessors[0], assessors[1])]
+            plain[(a, b)] = cohen_kappa(both[a], both[b], grades)
+    kappa = weighted = None
+    if pairwise:  # two assessors: Cohen's; more: Light's, the mean over the pairs that graded something together
+        kappa, weighted = _mean(plain.values()), _mean(pairwise.values())
     differing = shared[~same] if len(shared) else shared
     listed = pd.DataFrame({
         "query_id": [q for q, _ in differing.index], "doc_id": [d for _, d in differing.index],
@@ -156,19 +184,53 @@ def agreement(annotations: pd.DataFrame, grades: Sequence[int]) -> Agreement:
     return Agreement(assessors, int(several.sum()), exact, alpha, kappa, weighted, pairwise, listed)
 
 
-def merge(annotations: pd.DataFrame, rule: str = MAJORITY) -> pd.DataFrame:
-    """One grade per pair (``query_id``, ``doc_id``, ``grade``, ``assessors``: how many graded it), by ``rule``;
-    pairs in first-annotated order."""
+def _mean(values: Iterable[float]) -> float:
+    found = [v for v in values if not np.isnan(v)]
+    return float(np.mean(found)) if found else float("nan")
+
+
+def _candidates(grades: np.ndarray, rule: str) -> np.ndarray:
+    """The grades ``rule`` cannot choose between (one: no tie), lowest first; ``grades`` sorted."""
+    if rule == MEDIAN:
+        n = len(grades)
+        return np.unique(grades[[(n - 1) // 2, n // 2]])
+    values, counts = np.unique(grades, return_counts=True)
+    return values[counts == counts.max()]
+
+
+def merge(annotations: pd.DataFrame, rule: str = MAJORITY, ties: str = LOWER,
+          adjudicated: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One grade per pair, by ``rule``, a tie settled by ``adjudicated`` (``query_id``, ``doc_id``, ``grade``: a
+    third assessor's grade of the pair) where it holds the pair, else by ``ties``. Columns: ``query_id``, ``doc_id``,
+    ``grade``, ``assessors`` (how many graded it), ``tied`` (the rule left it tied), ``adjudicated`` (a third
+    assessor settled it), ``open`` (tied, and ``ties`` is ``adjudicated`` but nobody has settled it yet: its grade,
+    the lower one, stands in). Pairs in first-annotated order."""
     if rule not in RULES:
         raise InputError(f"merge rule {rule!r}: expected one of {', '.join(RULES)}")
+    if ties not in TIES:
+        raise InputError(f"ties {ties!r}: expected one of {', '.join(TIES)}")
+    given = adjudicated if adjudicated is not None else pd.DataFrame(columns=[*KEY, "grade"])
+    settled = {(str(q), str(d)): int(g) for q, d, g in zip(given["query_id"], given["doc_id"], given["grade"])}
     latest = annotations.drop_duplicates([*KEY, "assessor"], keep="last")
     rows = []
     for (query, doc), group in latest.groupby(KEY, sort=False):
         grades = np.sort(group["grade"].to_numpy(dtype=np.int64))
-        if rule == MEDIAN:
-            grade = int(grades[(len(grades) - 1) // 2])
-        else:
-            values, counts = np.unique(grades, return_counts=True)
-            grade = int(values[np.flatnonzero(counts == counts.max())[0]])
-        rows.append((str(query), str(doc), grade, len(grades)))
-    return pd.DataFrame(rows, columns=[*KEY, "grade", "assessors"])
+        candidates = _candidates(grades, rule)
+        pair = (str(query), str(doc))
+        tied = len(candidates) > 1
+        settles = tied and pair in settled
+        grade = settled[pair] if settles else int(candidates[-1] if ties == HIGHER else candidates[0])
+        rows.append((*pair, grade, len(grades), tied, settles, tied and not settles and ties == ADJUDICATED))
+    return pd.DataFrame(rows, columns=[*KEY, "grade", "assessors", "tied", "adjudicated", "open"])
+
+
+def tied_pairs(annotations: pd.DataFrame, rule: str = MAJORITY) -> pd.DataFrame:
+    """The pairs ``rule`` leaves tied (``query_id``, ``doc_id``, ``grades``: each assessor's, by name), in
+    first-annotated order: what an adjudication round asks a third assessor to settle."""
+    latest = annotations.drop_duplicates([*KEY, "assessor"], keep="last")
+    rows = []
+    for (query, doc), group in latest.groupby(KEY, sort=False):
+        if len(_candidates(np.sort(group["grade"].to_numpy(dtype=np.int64)), rule)) > 1:
+            given = ", ".join(f"{a}={int(g)}" for a, g in sorted(zip(group["assessor"].astype(str), group["grade"])))
+            rows.append((str(query), str(doc), given))
+    return pd.DataFrame(rows, columns=[*KEY, "grades"])

@@ -1,6 +1,8 @@
 """A grid sweep's response, drawn on a PIL :class:`~pipeline.reports.canvas.Canvas`: the primary metric's mean
 against one swept setting, one line per value of the other, each with its bootstrap interval as a band; the top
-system and those tied with it ringed.
+system and those tied with it ringed. In the same form, a measure against the token budget, one line per system
+(chunker x retriever): the figure a RAG team picks a chunk size from, every system compared at equal context tokens
+(budgets at equal spacing on a doubling scale, labelled in tokens).
 
 It is drawn at the very end of a sweep, on the driver's path, once the systems are compared (the rings need the
 comparison). matplotlib took about 90 ms for it there; this draws the same figure (size, colours, line styles,
@@ -11,10 +13,15 @@ their edges are smooth as matplotlib's are; the texts are drawn at size.
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
+from metrics.spec import TOKENS
+from pipeline.analysis.summary import SweepSummary
+from pipeline.common.names import LOWER, UPPER
 from pipeline.reports.canvas import (
     AUTO_STEPS,
     FRAME,
@@ -43,21 +50,27 @@ def response_png(grid: pd.DataFrame, x: str, hue: str, metric: str, confidence: 
     return response_canvas(grid, x, hue, metric, confidence, dpi).png()
 
 
-def response_canvas(grid: pd.DataFrame, x: str, hue: str, metric: str, confidence: float, dpi: int) -> Canvas:
-    """:func:`response_png`'s canvas, before it is encoded (the tests read its boxes)."""
+def response_canvas(grid: pd.DataFrame, x: str, hue: str, metric: str, confidence: float, dpi: int, *,
+                    key: Callable[[object], str] | None = None, titles: list[str] | None = None,
+                    x_label: str | None = None, x_tick_labels: Callable[[list[float]], list[str]] | None = None,
+                    order: list | None = None) -> Canvas:
+    """:func:`response_png`'s canvas, before it is encoded (the tests read its boxes). ``key``, ``titles``,
+    ``x_label`` and ``x_tick_labels`` word a figure of the same form that is not a grid (tokens against a budget,
+    one line per system: :func:`budget_curve_png`); ``order``: the lines' order (default: sorted)."""
     missing = [c for c in (x, hue, "mean", "ci_low", "ci_high", "top") if c not in grid.columns]
     if missing:
         raise ValueError(f"grid lacks column(s) {', '.join(missing)}")
     if grid.empty:
         raise ValueError("grid is empty: nothing to plot")
-    values = sorted(grid[hue].unique())
+    values = order or sorted(grid[hue].unique())
     colours = palette(len(values))
     xs = sorted(float(v) for v in grid[x].unique())
     low = float(np.nanmin(grid[["ci_low", "mean"]].to_numpy(float)))
     high = float(np.nanmax(grid[["ci_high", "mean"]].to_numpy(float)))
     xlim, ylim = _padded(xs[0], xs[-1]), _padded(low, high)
     top = grid[grid["top"].astype(bool)]
-    keys = [Key(legend_label(f"{hue} = {value:g}", dpi), colour, "line", LINE_PT, MARKER_PT)
+    key = key or (lambda value: f"{hue} = {value:g}")
+    keys = [Key(legend_label(key(value), dpi), colour, "line", LINE_PT, MARKER_PT)
             for value, colour in zip(values, colours)]
     keys += [Key("top, or tied with it", FRAME, "ring", RING_EDGE_PT, RING_PT)] if len(top) else []
 
@@ -81,11 +94,11 @@ def response_canvas(grid: pd.DataFrame, x: str, hue: str, metric: str, confidenc
         if len(top):
             layer.rings(top[x].to_numpy(float), top["mean"].to_numpy(float), FRAME, RING_PT, RING_EDGE_PT)
     axes.frame()
-    axes.x_ticks(xs, decimal_labels(xs))
+    axes.x_ticks(xs, (x_tick_labels or decimal_labels)(xs))
     axes.y_categories(decimal_labels(y_ticks), y_ticks)
-    axes.x_label(f"{x} (swept value)")
-    axes.title([f"{metric} across the grid {x} × {hue}", f"bands: each system's {confidence:.0%} bootstrap interval"],
-               LARGE_PT)
+    axes.x_label(x_label or f"{x} (swept value)")
+    axes.title(titles or [f"{metric} across the grid {x} × {hue}",
+                          f"bands: each system's {confidence:.0%} bootstrap interval"], LARGE_PT)
     axes.y_label(f"{metric}, mean over questions (0–1)")
     axes.legend_right(keys)
     return canvas
@@ -99,3 +112,35 @@ def _padded(low: float, high: float) -> tuple[float, float]:
         return low - room, high + room
     return low - MARGIN * span, high + MARGIN * span
 
+
+TOKENS_COLUMN = "log2 tokens"
+CURVE_MEASURES = ("recall", "span_recall")  # drawn against the token budget, when a sweep logged two budgets or more
+
+
+def budget_curve(summary: SweepSummary, measure: str) -> pd.DataFrame:
+    """``system, budget, mean, ci_low, ci_high``: each distinct system's ``measure`` at every token budget its run
+    logged (``recall_at_512tok`` and its bounds)."""
+    pattern = re.compile(rf"^{measure}_at_(\d+){TOKENS}$")
+    rows = []
+    by_name = {s.name: s for s in summary.finished}
+    for system in summary.representatives:
+        metrics = by_name[system].metrics
+        for key, value in metrics.items():
+            found = pattern.match(key)
+            if found and key + LOWER in metrics and key + UPPER in metrics:
+                rows.append({"system": summary.label(system), "budget": int(found.group(1)), "mean": value,
+                             "ci_low": metrics[key + LOWER], "ci_high": metrics[key + UPPER]})
+    return pd.DataFrame(rows, columns=["system", "budget", "mean", "ci_low", "ci_high"])
+
+
+def budget_curve_png(curve: pd.DataFrame, measure: str, confidence: float, dpi: int) -> bytes:
+    """``curve``: one row per (system, budget): ``system``, ``budget`` (tokens), ``mean``, ``ci_low``, ``ci_high``,
+    systems in the order their lines are drawn and listed. ``measure``: ``recall`` or ``span_recall``."""
+    grid = curve.assign(**{TOKENS_COLUMN: [math.log2(b) for b in curve["budget"]], "top": False})
+    canvas = response_canvas(
+        grid, TOKENS_COLUMN, "system", measure, confidence, dpi, key=str,
+        titles=[f"{measure} at each token budget, one line per system",
+                f"the context filled with each system's top chunks; bands: {confidence:.0%} bootstrap intervals"],
+        x_label="context budget (tokens; each chunk whole, the first that overflows ends the context)",
+        x_tick_labels=lambda xs: [f"{2 ** x:,.0f}" for x in xs], order=list(dict.fromkeys(curve["system"])))
+    return canvas.png()

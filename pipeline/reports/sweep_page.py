@@ -252,7 +252,7 @@ def judged_html(summary: SweepSummary) -> str:
     thin = summary.thinly_judged()
     if not thin:
         return ""
-    items = "".join(f"<li>{escape(judged_warning(system, *found).removeprefix('warning: '))}</li>"
+    items = "".join(f"<li>{escape(judged_warning(system, *found, summary.rbp(system)).removeprefix('warning: '))}</li>"
                     for system, found in thin.items())
     named = thin_systems(thin, len(summary.finished))
     head = (f"Incomplete judgments: judged@10 below {JUDGED_FLOOR} for {named}: nDCG, recall and MAP count the "

@@ -8,9 +8,19 @@ from typing import Any, Protocol
 import pandas as pd
 
 from metrics.bootstrap import Interval
-from pipeline.analysis.summary import JUDGED, JUDGED_FLOOR, LISTED_IN_LABEL, SweepSummary, group_label, thinly_judged
+from pipeline.analysis.summary import (
+    JUDGED,
+    JUDGED_FLOOR,
+    LISTED_IN_LABEL,
+    RBP,
+    RBP_RESIDUAL,
+    SweepSummary,
+    group_label,
+    thinly_judged,
+)
+from pipeline.chunking.chunked import SHOWN_STATS
 from pipeline.common import commands
-from pipeline.common.names import JUDGE_SHEET, RUN_FILE
+from pipeline.common.names import HOUSEKEEPING, INDEX_MB_METRIC, JUDGE_SHEET, RUN_FILE
 
 MAX_RANK_ROWS = 30  # beyond this many questions, the rank table shows only those some system misses
 
@@ -49,17 +59,44 @@ def job_text(result: Measured) -> str:
     judged = result.intervals.get(JUDGED.name)
     if judged is not None and thinly_judged(judged.mean):
         only_relevant = not (result.collection.qrels.grades < result.plan.settings.level).any()
-        table += "\n" + judged_warning(result.system, judged.mean, only_relevant)
+        table += "\n" + judged_warning(result.system, judged.mean, only_relevant, job_rbp(result))
     return f"{head}\n{table}"
 
 
-def judged_warning(system: str, judged: float, only_relevant: bool = False) -> str:
-    """The warning for a system whose judged@10 is below the floor: its nDCG (and recall, MAP) undercount.
-    ``only_relevant``: the judgments list only relevant documents (BEIR's usually do)."""
+def job_rbp(result: Measured) -> tuple[float, float] | None:
+    """A job's rbp and its residual: the figures it measured, or, when it did not ask for them, measured now from
+    its ranking (over the questions it scored)."""
+    if RBP.name in result.intervals and RBP_RESIDUAL.name in result.intervals:
+        return result.intervals[RBP.name].mean, result.intervals[RBP_RESIDUAL.name].mean
+    run = getattr(result, "run", None)
+    if run is None or result.evaluation.per_question.empty:
+        return None
+    from metrics.evaluation import evaluate
+
+    found = evaluate(run, result.collection.qrels, [RBP, RBP_RESIDUAL], result.plan.settings,
+                     query_ids=list(result.evaluation.per_question.index)).means()
+    return float(found[RBP.name]), float(found[RBP_RESIDUAL.name])
+
+
+def judged_warning(system: str, judged: float, only_relevant: bool = False,
+                   rbp: tuple[float, float] | None = None) -> str:
+    """The warning for a system whose judged@10 is below the floor: its nDCG (and recall, MAP) undercount; its rbp
+    and residual (``rbp``), when known, bound what the unjudged documents could change. ``only_relevant``: the
+    judgments list only relevant documents (BEIR's usually do)."""
     text = (f"warning: {system}: judged@10 is {judged:.3f} (below {JUDGED_FLOOR}): {1 - judged:.0%} of its top 10 "
             f"was never judged, and nDCG, recall and MAP count every unjudged document as not relevant, so they "
             f"undercount it")
-    return text + judged_advice(only_relevant)
+    return text + rbp_clause(rbp) + judged_advice(only_relevant)
+
+
+def rbp_clause(rbp: tuple[float, float] | None) -> str:
+    """What rbp says of a thinly judged system: its value, and how much higher its unjudged documents could take it
+    (rbp's residual, trec_eval's rbp_resid)."""
+    if rbp is None:
+        return ""
+    value, residual = rbp
+    return (f"; its rbp is {value:.3f}, and at most {residual:.3f} higher ({value + residual:.3f}) were every unjudged "
+            f"document relevant (rbp's residual)")
 
 
 def judged_advice(only_relevant: bool) -> str:
@@ -86,11 +123,15 @@ def judged_warnings(summary: SweepSummary) -> str:
     thin = summary.thinly_judged()
     kinds = {only_relevant for _, only_relevant in thin.values()}
     if len(thin) < 2 or len(kinds) > 1:
-        return "\n".join(judged_warning(system, *found) for system, found in thin.items())
+        return "\n".join(judged_warning(system, *found, summary.rbp(system)) for system, found in thin.items())
     most = max(judged for judged, _ in thin.values())
+    bounds = {system: summary.rbp(system) for system in thin}
+    rbp = ("; rbp, and at most how much higher were every unjudged document relevant (its residual): "
+           + ", ".join(f"{system} {value:.3f} + {residual:.3f}" for system, (value, residual) in bounds.items())
+           if all(bounds.values()) else "")
     return (f"warning: judged@10 is below {JUDGED_FLOOR} for {thin_systems(thin, len(summary.finished))}: at least "
             f"{1 - most:.0%} of each one's top 10 was never judged, and nDCG, recall and MAP count every unjudged "
-            f"document as not relevant, so they undercount them" + judged_advice(kinds.pop()))
+            f"document as not relevant, so they undercount them" + rbp + judged_advice(kinds.pop()))
 
 
 def sweep_text(summary: SweepSummary, title: str) -> str:
@@ -101,6 +142,8 @@ def sweep_text(summary: SweepSummary, title: str) -> str:
         parts.append(nothing_judged(summary))
     if not summary.means.empty:
         parts.append(systems_table(summary))
+        if chunked := chunking_table(summary):
+            parts.append(chunked)
         if summary.thinly_judged():
             parts.append(judged_warnings(summary))
         if not summary.same_data:
@@ -161,6 +204,24 @@ def systems_table(summary: SweepSummary) -> str:
     if long:
         text += "\n" + "\n".join(f"Identical per question: {' = '.join(g)}" for g in long)
     return text
+
+
+def chunking_table(summary: SweepSummary) -> str:
+    """What each chunked system indexed and what it cost: chunks, their tokens, the share of documents left whole,
+    the index's size and the seconds chunking and indexing took (a chunking reused from an earlier job: 0 s). Empty
+    when no system chunked."""
+    done = [s for s in summary.finished if HOUSEKEEPING + "chunks" in s.metrics]
+    if not done:
+        return ""
+    heads = {**SHOWN_STATS, INDEX_MB_METRIC.removeprefix(HOUSEKEEPING): "index MB", "time_chunk_s": "chunk s",
+             "time_index_s": "index s"}
+    rows = [("system", *heads.values())]
+    for system in done:
+        values = [system.metrics.get(HOUSEKEEPING + key) for key in heads]
+        rows.append((system.name, *("--" if v is None else f"{v:.0%}" if key == "single_chunk_share" else
+                                    f"{v:,.0f}" if key == "chunks" else f"{v:.1f}" if "tokens" in key else
+                                    f"{v:.2f}" for key, v in zip(heads, values))))
+    return "Chunking and indexing\n" + format_table(rows, align="l" + "r" * len(heads))
 
 
 RANK_LEGEND = ("-- = not retrieved: the ranking ended without a relevant document; >N = beyond depth N: the ranking "

@@ -22,7 +22,7 @@ from pipeline.reports.means_plot import means_bars_png
 from pipeline.reports.paired_plot import paired_bootstrap_png
 from pipeline.reports.plots import Figure, first_relevant_heatmap
 from pipeline.reports.rank_buckets import HEATMAP_MAX_ROWS, bucket_heatmap_png
-from pipeline.reports.response_plot import response_png
+from pipeline.reports.response_plot import CURVE_MEASURES, budget_curve, budget_curve_png, response_png
 from pipeline.reports.tables import grid_axes, grid_frame
 
 HEATMAP_STEM = "first_relevant_rank"  # the sweep's heat map's file stem
@@ -81,6 +81,11 @@ def uncompared_figures(summary: SweepSummary, plan: MetricPlan, settings: Diagno
         figures.append(SweepFigure("metric_means", f"Metric means with {level} bootstrap intervals (plot)",
                                    make(means_bars_png, means, DPI,
                                         f"Mean score per metric, {level} bootstrap intervals")))
+    for measure in CURVE_MEASURES:
+        curve = budget_curve(summary, measure)
+        if curve["budget"].nunique() >= 2:
+            figures.append(SweepFigure(f"{measure}_by_tokens", f"{measure} at equal token budgets, every system",
+                                       make(budget_curve_png, curve, measure, plan.confidence, DPI)))
     if not summary.same_data:
         return figures
     if not summary.first_rank.empty:

@@ -108,9 +108,10 @@ def test_judged_only_drops_unjudged_documents_before_ranking(capsys, files):
 def test_the_default_measures_are_trec_eval_official_ones(capsys, files):
     _, out, _ = cli(capsys, *files)
     names = [line.split("\t")[0].strip() for line in out]
-    assert names[:9] == ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref",
-                         "recip_rank"]
-    assert names[9:] == [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
+    assert names[:10] == ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                          "recip_rank"]
+    assert names[10:21] == [f"iprec_at_recall_{level / 10:.2f}" for level in range(11)]
+    assert names[21:] == [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
 
 
 @pytest.mark.parametrize(
@@ -118,7 +119,12 @@ def test_the_default_measures_are_trec_eval_official_ones(capsys, files):
     [
         (["missing.qrels", "{run}"], "missing.qrels: no such file"),
         (["{qrels}", "missing.run"], "missing.run: no such file"),
-        (["-m", "gm_map", "{qrels}", "{run}"], "-m gm_map: unknown metric"),
+        (["-m", "bleu", "{qrels}", "{run}"], "-m bleu: unknown metric"),
+        (["-m", "prefs_simp", "{qrels}", "{run}"], "-m prefs_simp: trec_eval's prefs_simp is not computed"),
+        (["-m", "dcg.1=2", "{qrels}", "{run}"], "-m dcg.1=2: trec_eval's dcg is not computed by rankscope"),
+        (["-m", "rbp.q=2", "{qrels}", "{run}"], "rbp's persistence only"),
+        (["-m", "iprec_at_recall.0.123", "{qrels}", "{run}"], "cannot read the values"),
+        (["-m", "relstring.x", "{qrels}", "{run}"], "relstring's depth"),
         (["-m", "P.5,x", "{qrels}", "{run}"], "cutoffs"),
         (["-l-1", "{qrels}", "{run}"], "relevance level"),
         (["-M0", "{qrels}", "{run}"], "-M"),

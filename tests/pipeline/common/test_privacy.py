@@ -20,6 +20,9 @@ from pipeline.common.privacy import mask, masked
     ("order 123456789012 is late", "order <number> is late", "number"),
     ("my password=hunter2hunter2 does not work", "my password=*** does not work", "secret"),
     ("the key ghp_abcdefghijklmnopqrstuvwxyz0123 leaked", "the key *** leaked", "secret"),
+    # a letters-only OpenAI key and a Stripe key: before, the first was kept whole, the second all but its digits
+    ("my key sk-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN fails", "my key *** fails", "secret"),
+    ("charged with sk_live_51HabcdEFGHijklMNOPqrstUVWXyz0123456789abcdefGHIJ", "charged with ***", "secret"),
 ])
 def test_each_rule_masks_what_it_names(text, expected, rule):
     found, counts = mask(text)

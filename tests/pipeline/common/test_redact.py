@@ -53,6 +53,123 @@ def test_ordinary_values_pass_unchanged(text):
     assert redact_text(text) == text
 
 
+# Shapes that must be masked wherever they stand: (what it is, a text holding it, the secret). Every test key below is
+# made up; each has the length and alphabet of a real one.
+LETTERS_40 = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+MUST_MASK = [
+    ("OpenAI key, letters only", f"my key is sk-{LETTERS_40}, it stopped working", f"sk-{LETTERS_40}"),
+    ("OpenAI project key", "sk-proj-" + "Ab3dEf6hIj" * 5, "Ab3dEf6hIj" * 5),
+    ("Stripe secret key", "use sk_live_51HabcdEFGHijklMNOPqrstUVWXyz0123456789abcdefGHIJ now",
+     "51HabcdEFGHijklMNOPqrstUVWXyz0123456789abcdefGHIJ"),
+    ("Stripe test key", "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+    ("Stripe restricted key", "rk_live_51HabcdEFGHijklMNOPqrstUVWX", "51HabcdEFGHijklMNOPqrstUVWX"),
+    ("Stripe publishable key", "pk_live_51HabcdEFGHijklMNOPqrst", "51HabcdEFGHijklMNOPqrst"),
+    ("Stripe webhook secret", "whsec_" + "Q2x1c3Rlcg" * 3, "Q2x1c3Rlcg" * 3),
+    ("GitHub token", "ghp_" + "aB3" * 12, "aB3" * 12),
+    ("GitHub token in an assignment", "export X=ghp_" + "aB3" * 12, "aB3" * 12),
+    ("Slack bot token", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
+    ("Slack app token", "xapp-1-A0123456789-0123456789012-abcdef0123456789", "abcdef0123456789"),
+    ("AWS access key id", "aws AKIAIOSFODNN7EXAMPLE here", "IOSFODNN7EXAMPLE"),
+    ("AWS temporary key id", "ASIAIOSFODNN7EXAMPLE", "IOSFODNN7EXAMPLE"),
+    ("JSON Web Token", "auth eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+     "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c done", "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"),
+    ("unsigned JSON Web Token", "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhbGljZSJ9.", "eyJzdWIiOiJhbGljZSJ9"),
+    ("Hugging Face token", "hf_" + "aBcDeFgHiJ" * 3, "aBcDeFgHiJ" * 3),
+    ("password in a pair", "password=hunter2", "hunter2"),
+    ("password in a sentence", "my password: Hunter2 is not taken", "Hunter2"),
+    ("token in brackets", "(API_TOKEN=s3cr3t-value)", "s3cr3t-value"),
+    ("Authorization header", "Authorization: Token 0123456789abcdef0123456789abcdef01234567",
+     "0123456789abcdef0123456789abcdef01234567"),
+    ("Basic credentials", "Basic YWxpY2U6czNjcmV0", "YWxpY2U6czNjcmV0"),
+    ("access token in a query", "https://h/search?q=x&access_token=tok987&page=2", "tok987"),
+]
+
+# Look-alikes that must pass unchanged: ids, digests, UUIDs, settings named like secrets, and prose.
+MUST_KEEP = [
+    ("an MLflow run id", "run 0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"),
+    ("a qrels digest", "qrels version d18bbac533c1f2d7 (parent e3b0c44298fc1c14)"),
+    ("a SHA-256 digest", "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+    ("a UUID", "trace 123e4567-e89b-12d3-a456-426614174000"),
+    ("a chunk id", "chunk-12-0 and doc_1234 and MED-10"),
+    ("a task id", "task-12345678"),
+    ("a word after sk-", "sk-learn pipelines and sk-learn-compatible estimators"),
+    ("a word with sk_ in it", "the desk_test_suite and risk_live_feeds"),
+    ("a token that is set", "token: set"),
+    ("a switch named like a token", "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN=true"),
+    ("a sentence after 'token:'", "no Label Studio API token: set the environment variable LABEL_STUDIO_API_KEY"),
+    ("a variable's name, not its value", "label_studio.token_env=LABEL_STUDIO_API_KEY"),
+    ("a tokenizer setting", "retriever.tokenizer=whitespace"),
+    ("a count of tokens", "max_tokens: 512, tokens=1200, system/cache_tokenised=12"),
+    ("an author in a query", "https://h/search?author=smith&page=2"),
+    ("prose after 'basic'", "a basic understanding of retrieval-augmented generation"),
+    ("prose after 'token'", "the token boundary-detection step"),
+    ("a JWT-like word", "eyJ is how base64 JSON starts"),
+    ("a long upper-case word", "AKIA is a prefix; AKIAXYZ is too short"),
+]
+
+
+@pytest.mark.parametrize("what, text, secret", MUST_MASK, ids=[m[0] for m in MUST_MASK])
+def test_every_known_secret_shape_is_masked(what, text, secret):
+    safe = redact_text(text)
+    assert secret not in safe and MASK in safe, safe
+    assert redact_texts([text]) == [safe]
+
+
+@pytest.mark.parametrize("what, text", MUST_KEEP, ids=[m[0] for m in MUST_KEEP])
+def test_look_alikes_pass_unchanged(what, text):
+    assert redact_text(text) == text
+    assert redact_texts([text]) == [text]
+
+
+def test_what_surrounds_a_masked_value_is_kept():
+    assert redact_text("(LABEL_STUDIO_API_TOKEN=abc123).") == "(LABEL_STUDIO_API_TOKEN=***)."
+    assert redact_text("password=hunter2.") == "password=***."
+    assert redact_text("password=ab)cd") == "password=***"  # a bracket inside a value is part of it
+    assert redact_text("the key: sk-" + LETTERS_40 + ".") == "the key: ***."
+
+
+def _messages(path: Path) -> list[tuple[int, str]]:
+    """Every string literal of a module that is not a docstring: f-strings with their fields as 'X'."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and body and \
+                isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            skipped.add(id(body[0].value))
+        if isinstance(node, ast.JoinedStr):
+            skipped.update(id(part) for part in ast.walk(node) if part is not node)
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.append((node.lineno, node.value))
+        elif isinstance(node, ast.JoinedStr):
+            found.append((node.lineno, "".join(v.value if isinstance(v, ast.Constant) else "X" for v in node.values)))
+    return found
+
+
+# rankscope's own texts that do hold a credential's place: URIs it builds with a password, and examples of them
+BUILDS_CREDENTIALS = {"pipeline/server.py", "pipeline/team/postgres.py", "bench/lost_store.py",
+                      "pipeline/common/redact.py", "pipeline/common/privacy.py"}  # and the masking itself
+
+
+def test_rankscope_s_own_messages_pass_through_masking_unchanged():
+    """Every line rankscope prints goes through redact_text: none of its own words may be taken for a secret (the
+    wrong-token line lost its 'true)', the no-token line its 'set')."""
+    root = Path(__file__).resolve().parents[3]
+    garbled = []
+    for package in ("pipeline", "metrics", "retrievers", "bench"):
+        for path in sorted((root / package).rglob("*.py")):
+            name = path.relative_to(root).as_posix()
+            if name not in BUILDS_CREDENTIALS:
+                garbled += [f"{name}:{line}: {text!r}" for line, text in _messages(path) if redact_text(text) != text]
+    assert not garbled, "\n".join(garbled)
+
+
 def test_values_under_secret_keys_are_masked_whatever_they_look_like():
     assert redact_value("tracking.token", "plain") == MASK
     assert redact_value("auth.password", "x") == MASK

@@ -11,7 +11,7 @@ from hydra.errors import ConfigCompositionException
 
 import pipeline.app  # registers the schema and the rankscope.stamp resolver
 from metrics.errors import InputError
-from pipeline.config.build import build_context, check_config, make_corpus, make_retriever, metric_plan
+from pipeline.config.build import build_context, check_config, make_chunker, make_corpus, make_retriever, metric_plan
 from retrievers import BM25, LSA
 
 CONF = Path(pipeline.app.CONF_DIR)
@@ -65,6 +65,7 @@ def test_every_retriever_entry_composes_and_builds_the_class_it_names(name, tmp_
 OWN_FILES = REPO / "tests" / "pipeline" / "data" / "own_files"
 READY = {  # what each corpus entry needs besides its name, and the class it builds
     "helpdesk": ([], "Helpdesk"),
+    "helpdesk_pages": ([], "HelpdeskPages"),
     "beir": ([f"corpus.path={REPO / 'pipeline' / 'data' / 'helpdesk'}"], "BeirFolder"),
     "irds": (["corpus.id=beir/scifact/test"], "IrDatasets"),
     "scifact": ([], "Benchmark"),
@@ -83,6 +84,28 @@ def test_every_corpus_entry_composes_and_builds_the_class_it_names(name):
     assert type(source).__name__ == cls
     if name in ("helpdesk", "beir"):
         assert source.load().summary()["documents"] == 28
+    if name == "helpdesk_pages":
+        assert source.load().summary()["documents"] == 4
+
+
+CHUNKERS = {  # what each chunker entry needs besides its name, and the class it builds
+    "none": ([], "Whole"),
+    "fixed": ([], "Fixed"),
+    "recursive": ([], "Recursive"),
+    "sentence": ([], "Sentences"),
+    "markdown": ([], "Markdown"),
+    "custom": (["chunker._target_=tests.pipeline.chunking.own.Paragraphs"], "OwnChunker"),
+}
+
+
+@pytest.mark.parametrize("name", entries("chunker"))
+def test_every_chunker_entry_composes_and_builds_the_class_it_names(name):
+    overrides, cls = CHUNKERS[name]
+    cfg = composed(f"chunker={name}", *overrides)
+    check_config(cfg)
+    chunker = make_chunker(cfg.chunker, build_context(cfg, REPO))
+    assert type(chunker).__name__ == cls
+    assert chunker.tokens().count(["The Pro plan costs 49 euros a month."])[0] > 5
 
 
 def test_no_corpus_entry_points_at_a_folder_users_do_not_have():

@@ -111,6 +111,54 @@ def test_a_jsonl_record_may_leave_out_a_field_that_no_record_may_lack(tmp_path):
         Table(str(path), id="chunk_id").read("document", "corpus.documents")
 
 
+
+def test_a_misnamed_jsonl_id_is_said_as_a_field_no_record_has_not_as_an_empty_id_at_line_1(tmp_path):
+    """It used to be "docs.jsonl:1: document without an id ('pmid' is empty)": true of line 1, and of every line."""
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"PMID": "1", "text": "x"}\n{"PMID": "2", "text": "y", "year": 2001}\n')
+    with pytest.raises(InputError, match=r"docs\.jsonl: no field 'pmid' in any record \(corpus\.documents\); the "
+                                         r"fields found: PMID, text, year$"):
+        Table(str(path), id="pmid").read("document", "corpus.documents")
+    path.write_text('{"text": "x"}\n{"pmid": "2", "text": "y"}\n')  # the field is there: line 1 lacks it
+    with pytest.raises(InputError, match=r"docs\.jsonl:1: document without an id \('pmid' is empty\)"):
+        Table(str(path), id="pmid").read("document", "corpus.documents")
+
+
+def test_misnamed_jsonl_judgment_fields_are_said_as_fields_no_record_has(tmp_path):
+    path = tmp_path / "judgments.jsonl"
+    path.write_text('{"qid": "q01", "chunk_id": "pricing1", "relevance": 2}\n')
+    for settings, missing in (({"question": "query"}, "query"), ({"document": "doc"}, "doc"),
+                              ({"grade": "grade"}, "grade")):
+        mapping = {"question": "qid", "document": "chunk_id", "grade": "relevance", **settings}
+        with pytest.raises(InputError, match=rf"judgments\.jsonl: no field '{missing}' in any record "
+                                             rf"\(corpus\.judgments\); the fields found: qid, chunk_id, relevance$"):
+            Judgments(str(path), **mapping).read("corpus.judgments")
+
+
+def test_nested_jsonl_fields_are_named_with_dots(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"meta": {"pmid": 11, "source": {"kind": "abstract"}}, "title": "T", "body": "x"}\n'
+                    '{"meta": {"pmid": 12, "source": {"kind": "review"}}, "body": "y", "meta.note": "literal"}\n')
+    records, metadata = Table(str(path), id="meta.pmid", text=["title", "body"],
+                              metadata=["meta.source.kind", "meta.note"]).read("document", "corpus.documents")
+    assert records.ids == ["11", "12"] and records.texts == ["T x", "y"]
+    assert metadata == {"meta.source.kind": ["abstract", "review"], "meta.note": [None, "literal"]}  # a key first
+    with pytest.raises(InputError, match=r"docs\.jsonl: no field 'meta\.pmd' in any record \(corpus\.documents\); "
+                                         r"the fields found: meta\.pmid, meta\.source\.kind, title, body, meta\.note$"):
+        Table(str(path), id="meta.pmd", text="body").read("document", "corpus.documents")
+
+
+def test_a_dot_in_a_csv_or_parquet_column_name_is_part_of_the_name(tmp_path):
+    csv_file = tmp_path / "q.csv"
+    csv_file.write_text("meta.id,text\nq1,one\n")
+    records, _ = Table(str(csv_file), id="meta.id").read("question", "corpus.questions")
+    assert records.ids == ["q1"]
+    parquet = write(pd.DataFrame({"meta": [{"id": "a"}], "text": ["x"]}), tmp_path / "d.parquet")
+    with pytest.raises(InputError, match=r"d\.parquet: no column 'meta\.id' \(corpus\.documents\); the columns "
+                                         r"found: meta, text \(a dot is part of a column's name in CSV and Parquet: "
+                                         r"nested fields are read from JSONL only\)"):
+        Table(str(parquet), id="meta.id").read("document", "corpus.documents")
+
 def test_a_duplicate_id_names_both_places(tmp_path):
     csv_file = tmp_path / "q.csv"
     csv_file.write_text("id,text\nq1,one\nq2,two\nq1,three\n")

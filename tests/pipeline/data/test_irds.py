@@ -3,11 +3,21 @@ it (the irds_home fixture). The same data through ir_datasets and as a BEIR fold
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
+import random
+import subprocess
+import sys
+import tarfile
+from importlib import resources
+
 import pytest
 
 from metrics.errors import InputError
 from pipeline.data import Benchmark, IrDatasets, load_beir
 from pipeline.data.irds import splits_of, with_split
+from tests.pipeline.helpers import cli_env
 
 pytest.importorskip("ir_datasets")
 
@@ -75,3 +85,45 @@ def test_an_id_without_qrels_says_what_it_lacks_and_which_ids_have_all_three():
                                          r"rankscope needs documents, queries and qrels \(these have all three: "
                                          r"beir/scifact/test, beir/scifact/train\)"):
         IrDatasets("beir/scifact").load()
+
+
+# -- a damaged file in ir_datasets' cache -------------------------------------------------------------------------
+
+
+def truncated_archive() -> bytes:
+    """Half of a tar.gz laid out as cran.tar.gz is (random text, so that half of it is half of the archive)."""
+    buffer, rng = io.BytesIO(), random.Random(46)
+    with tarfile.open(fileobj=buffer, mode="w:gz") as packed:
+        for name in ("cran.all.1400", "cran.qry", "cranqrel"):
+            data = "".join(rng.choice("abcdefghij \n") for _ in range(200_000)).encode()
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            packed.addfile(member, io.BytesIO(data))
+    whole = buffer.getvalue()
+    return whole[: len(whole) // 2]
+
+
+@pytest.mark.parametrize("damage", ["an HTML error page", "a truncated download"])
+def test_a_damaged_cached_file_is_one_line_with_its_md5_and_what_to_do(tmp_path, damage):
+    """The real ir_datasets, in a subprocess (it fixes its cache folder on import) with a fresh IR_DATASETS_HOME:
+    a file at its cache path is taken as downloaded, and reading it failed with an 85-line traceback."""
+    home = tmp_path / "irds"
+    cached = home / "cranfield" / "cran.tar.gz"
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"<!DOCTYPE html>\n<html><body>503 Service Unavailable</body></html>\n"
+                       if damage == "an HTML error page" else truncated_archive())
+    closed = "http://127.0.0.1:9"  # were anything downloaded, it would fail at once
+    done = subprocess.run([sys.executable, "-m", "pipeline", "corpus=irds", "corpus.id=cranfield"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300,
+                          env={**cli_env(tmp_path), "IR_DATASETS_HOME": str(home), "HTTP_PROXY": closed,
+                               "HTTPS_PROXY": closed, "http_proxy": closed, "https_proxy": closed})
+    assert done.returncode == 1, done.stderr[-2000:]  # the job failed, on bad input
+    (line,) = done.stderr.strip().splitlines()
+    published = json.loads(resources.files("ir_datasets").joinpath("etc/downloads.json").read_text())["cranfield"]
+    assert line.startswith(f"rankscope: error: corpus.id=cranfield: ir_datasets' cached file {cached} is damaged (")
+    assert f"md5 {hashlib.md5(cached.read_bytes()).hexdigest()}; ir_datasets expects md5 " \
+           f"{published['main']['expected_md5']}, about {published['main']['size_hint']:,} bytes" in line
+    assert ("an HTML page" in line) == (damage == "an HTML error page")
+    assert "ReadError" in line and "delete it and run again to download it anew" in line
+    assert f"run 'curl -L -o cran.tar.gz {published['main']['url']}'" in line
+    assert line.endswith(f"copy cran.tar.gz to {cached})")

@@ -40,11 +40,11 @@ KINDS = {
     "rerank": ["retriever=rerank"],
     "run_file": ["retriever=run_file"],  # + retriever.path: a run file with ties and shuffled ranks, made below
     "custom": ["retriever=custom", f"retriever._target_={ENGINE}"],  # scores are word counts: ties everywhere
-    # an engine that returns nothing for any question: its run.trec holds one line for a question no qrels hold
-    # (trec_eval and python -m metrics refuse an empty file), and -c gives back the job's zeros
-    "nothing": ["retriever=custom", "retriever._target_=tests.pipeline.config.engines.EmptyFor"],
     "http": [],
 }
+# an engine that returns nothing for any question: its run.trec holds one line for a question no qrels hold (trec_eval
+# and python -m metrics refuse an empty file), and -c gives back the job's zeros
+NOTHING = {"nothing": ["retriever=custom", "retriever._target_=tests.pipeline.config.engines.EmptyFor"]}
 
 
 def needs(kind: str) -> None:
@@ -155,7 +155,7 @@ def corpus(name: str, place: Path) -> tuple[list[str], Path]:
 def run_job(place: Path, kind: str, name: str) -> Job:
     needs(kind)
     overrides, qrels = corpus(name, place)
-    retriever = list(KINDS[kind])
+    retriever = list({**KINDS, **NOTHING}[kind])
     if kind == "run_file":
         retriever.append(f"retriever.path={tied_run_file(place, overrides)}")
     run_id = log_run(place, *overrides, *retriever, f"metrics.measures={MEASURES}", f"metrics.k={CUTOFFS}",
@@ -290,6 +290,11 @@ def check(place: Path, kind: str, corpus: str, capsys) -> float:
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_helpdesk_job_figures_come_back_from_its_run_file(place, kind, capsys):
     assert check(place, kind, "helpdesk", capsys) == 0.0
+
+
+@pytest.mark.parametrize("corpus", ["helpdesk", "ties"])
+def test_the_zeros_of_a_job_whose_retriever_returned_nothing_come_back_from_its_run_file(place, corpus, capsys):
+    assert check(place, "nothing", corpus, capsys) == 0.0
 
 
 @pytest.mark.parametrize("kind", ["bm25", "custom"])

@@ -106,7 +106,7 @@ def test_the_per_question_csv_holds_the_table_with_its_secrets_masked(tmp_path):
     frame = pd.DataFrame({"query_id": ["q1", "q2"], "question": ["reset my password", "why is api_key=abc123 leaked"],
                           "ndcg@10": [0.5, 1.0]})
     safe, table, dtypes = Destination.table_files(frame)
-    result = SimpleNamespace(table=frame, run=None, system="s", means_frame=pd.DataFrame)
+    result = SimpleNamespace(table=frame, run=None, system="s", means_frame=pd.DataFrame, chunked=None)
     csv = files_beside(result, safe, {}, tmp_path)[tmp_path / PER_QUESTION_FILE]().decode("utf-8")
     assert "abc123" not in csv and "abc123" not in table().decode("utf-8")
     assert "reset my password" in csv and csv.count("\n") == 3 and dtypes["ndcg@10"] == "float64"

@@ -121,3 +121,92 @@ def test_bad_grades_and_strange_pairs_are_one_line_and_write_nothing(pooled):
     said = judge(folder, "rescore", "latest", "--qrels", "abcdef12")
     assert said.returncode == 2 and "no qrels version 'abcdef12'" in said.stderr
     assert (sorted(versions.iterdir()) if versions.is_dir() else []) == before
+
+
+def test_a_budget_caps_the_pairs_saved_and_written_at_the_first_n_of_the_order(pooled):
+    folder, parent, _ = pooled
+    capped = judge(folder, "pool", parent, "--to", "capped.csv", "--budget", "25")
+    assert capped.returncode == 0, capped.stderr
+    assert re.search(r"system +now +after 25 ", capped.stdout)  # judged@10 after the budget
+    assert "(the order pushed: its first 25 pairs, --budget 25)" in capped.stdout
+    assert "(25 pairs: the first 25 of the " in capped.stdout
+    whole = (folder / "judging" / "sheet" / "pool.csv").read_text().splitlines()
+    assert (folder / "judging" / "capped" / "pool.csv").read_text().splitlines() == whole[:26]
+    rows = [line for line in (folder / "capped.csv").read_text().splitlines() if not line.startswith("#")]
+    assert len(rows) == 26  # the header and the first 25 pairs
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--budget", "-5"], "rankscope judge: --budget -5: a budget is a number of judgments: 1 or more\n"),
+    (["--budget", "0"], "rankscope judge: --budget 0: a budget is a number of judgments: 1 or more\n"),
+    (["--depth", "0"], "rankscope judge: --depth 0: must be at least 1\n"),
+])
+def test_a_bad_flag_is_named_by_its_flag_not_by_the_settings_file(pooled, args, says):
+    folder, parent, _ = pooled
+    said = judge(folder, "pool", parent, "--to", "never.csv", *args)
+    assert said.returncode == 2 and said.stderr == says
+    assert not (folder / "never.csv").exists()
+
+
+def test_assessors_who_disagree_on_every_pair_are_refused_with_their_count_unless_forced(pooled):
+    """Two sheets graded in opposition: kappa far below 0.4, so the version the lower-grade rule would make (every
+    pair 0) is refused in one line that counts the disagreements and says how to settle them; --force takes it."""
+    from sklearn.metrics import cohen_kappa_score
+
+    folder, parent, _ = pooled
+    assert judge(folder, "pool", parent, "--to", "disputed.csv", "--budget", "30").returncode == 0
+    grades = sample_grades()
+
+    def ann(question: str, document: str) -> int:
+        return 3 if grades.get((question, document), 0) else 0
+
+    fill(folder / "disputed.csv", folder / "ann.csv", ann, "ann")
+    fill(folder / "disputed.csv", folder / "bob.csv", lambda q, d: 3 - ann(q, d), "bob")
+    with (folder / "judging" / "disputed" / "pool.csv").open() as handle:
+        given = [ann(row["query_id"], row["doc_id"]) for row in csv.DictReader(handle)]
+    kappa = cohen_kappa_score(given, [3 - g for g in given], labels=[0, 1, 2, 3])
+    assert kappa < -0.3
+
+    refused = judge(folder, "pull", "--from", "ann.csv", "--from", "bob.csv", "--no-log")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr == (
+        f"rankscope judge: the assessors agree too little for a rule to merge their grades: Cohen's kappa {kappa:.3f} "
+        f"is below 0.4 (agreement.minimum, --min-agreement) over 30 pairs graded by two or more, 30 of them graded "
+        f"differently, 30 left tied by the majority rule (ties: lower): have a third assessor settle them (python -m "
+        f"pipeline.judge adjudicate --from ann.csv --from bob.csv), or take the version anyway (--force); nothing "
+        f"written\n")
+    assert not (folder / "judging" / "disputed" / "versions").exists()
+    lowered = judge(folder, "pull", "--from", "ann.csv", "--from", "bob.csv", "--no-log", "--min-agreement", "-1")
+    assert lowered.returncode == 0, lowered.stderr  # the threshold is a setting
+    forced = judge(folder, "pull", "--from", "ann.csv", "--from", "bob.csv", "--no-log", "--force", "--ties", "higher")
+    assert forced.returncode == 0, forced.stderr
+    assert "30 pair(s) left tied: 30 to the higher grade" in forced.stdout
+    assert "taken although the assessors agree less than the minimum (--force)" in forced.stdout
+    version = re.search(r"qrels version ([0-9a-f]{16})", forced.stdout).group(1)
+    qrels = (folder / "judging" / "disputed" / "versions" / version / QRELS_BEIR).read_text().splitlines()[1:]
+    assert {line.split("\t")[2] for line in qrels} == {"3"}  # ties: higher, a choice and not the only rule
+
+
+def test_without_a_token_the_line_says_which_variable_to_set_unmasked(pooled, monkeypatch):
+    folder, parent, _ = pooled
+    monkeypatch.delenv("LABEL_STUDIO_API_KEY", raising=False)
+    said = judge(folder, "pool", parent, "--to", "label-studio")
+    assert said.returncode == 2 and said.stderr == (
+        "rankscope judge: no Label Studio API token: set the environment variable LABEL_STUDIO_API_KEY (named by "
+        "label_studio.token_env) to your token (Account & Settings in Label Studio)\n")
+
+
+def test_every_label_studio_start_in_the_docs_and_the_tests_skips_the_version_check(tmp_path):
+    """label-studio start asks pypi.org for a newer version unless LATEST_VERSION_CHECK=false: the docs' commands and
+    the tests' server (CI's too: make test-slow starts it through the same module) say so."""
+    from tests.pipeline.judge_steps import label_studio_server
+
+    assert label_studio_server.server_env(tmp_path)["LATEST_VERSION_CHECK"] == "false"
+    starts = 0
+    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        blocks = page.read_text(encoding="utf-8").split("```")[1::2]  # the fenced blocks: commands and their output
+        for line in "\n".join(blocks).replace("\\\n", " ").splitlines():
+            if "label-studio start" in line:
+                starts += 1
+                assert "LATEST_VERSION_CHECK=false" in line.split("label-studio start")[0], f"{page.name}: {line}"
+    assert starts >= 1

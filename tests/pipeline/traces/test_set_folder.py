@@ -178,31 +178,61 @@ def test_judgments_written_back_as_assessments_read_back_the_same(folder, capsys
                                                                           for a in shown)
 
 
-def test_personal_data_is_masked_and_near_duplicates_folded(folder, capsys):
+def asked_and_set(folder: Path, capsys, experiment: str, asked: list[str], *args: str) -> tuple[list[str], str]:
+    """The application asked ``asked`` in ``experiment``; a set made from its traces in ``folder/experiment``: its
+    questions' texts and what the command printed."""
     from tests.pipeline.traces.rag_app import RagApp
 
     c = helpdesk()
-    asked = ["my card 4111 1111 1111 1111 was charged twice, why?", "My card 5555 5555 5555 4444 was charged twice why",
-             "please email me at jane.doe@example.com about my invoice", "how do I export all my notes",
-             "How do I export all my notes?", "how do i export all of my notes"]
-    mlflow.set_tracking_uri(f"sqlite:///{folder / 'mlflow.db'}")
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
     try:
-        mlflow.set_experiment("rag-private")
+        mlflow.set_experiment(experiment)
         RagApp(c.doc_ids, c.doc_texts, "v3").run(asked)
         mlflow.flush_trace_async_logging()
     finally:
         mlflow.set_tracking_uri(None)
     capsys.readouterr()
-    status = questions(["from-traces", str(folder / "private"), "--experiment", "rag-private", "--tracking-uri",
-                        f"sqlite:///{folder / 'mlflow.db'}", "--no-record"])
+    status = questions(["from-traces", str(folder / experiment), "--experiment", experiment, "--tracking-uri", uri,
+                        *args])
     out = capsys.readouterr()
     assert status == 0, out.err
-    texts = [json.loads(line)["text"] for line in (folder / "private" / QUESTIONS_FILE).read_text().splitlines()]
+    return [json.loads(line)["text"] for line in (folder / experiment / QUESTIONS_FILE).read_text().splitlines()], \
+        out.out
+
+
+def test_personal_data_is_masked_and_near_duplicates_folded(folder, capsys):
+    asked = ["my card 4111 1111 1111 1111 was charged twice, why?", "My card 5555 5555 5555 4444 was charged twice why",
+             "please email me at jane.doe@example.com about my invoice", "how do I export all my notes",
+             "How do I export all my notes?", "how do i export all of my notes"]
+    texts, out = asked_and_set(folder, capsys, "rag-private", asked, "--no-record")
     assert texts == ["my card <card> was charged twice, why?", "please email me at <email> about my invoice",
                      "how do I export all my notes"]  # in order of first asking; the most asked of each group
-    assert "masked: 1 email, 2 card" in out.out
-    assert "3 distinct question(s) (2 exact and 1 near duplicate(s) folded" in out.out
-    assert "4111" not in (folder / "private" / QUESTION_SET_FILE).read_text() + out.out
+    assert "masked: 1 email, 2 card" in out
+    assert "3 distinct question(s) (2 exact and 1 near duplicate(s) folded" in out
+    assert "4111" not in (folder / "rag-private" / QUESTION_SET_FILE).read_text() + out
+
+
+SECRETS_ASKED = {  # keys users paste into questions, in shapes masking once let through
+    "sk-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN": "a letters-only OpenAI key",
+    "sk_live_51HabcdEFGHijklMNOPqrstUVWXyz0123456789abcdefGHIJ": "a Stripe secret key",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJib2IifQ.c2lnbmF0dXJlLW9mLWJvYg": "a JSON Web Token",
+}
+
+
+def test_keys_pasted_into_questions_reach_neither_the_set_nor_its_mlflow_record(folder, capsys, tmp_path):
+    texts, out = asked_and_set(folder, capsys, "rag-keys", [f"why does my key {key} fail?" for key in SECRETS_ASKED])
+    assert texts == ["why does my key *** fail?"] and "masked: 3 secret" in out
+    client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+    (recorded,) = client.search_runs([client.get_experiment_by_name("rankscope questions").experiment_id],
+                                     "params.experiment = 'rag-keys'")
+    artifacts = Path(client.download_artifacts(recorded.info.run_id, "", str(tmp_path / "artifacts")))
+    written = [*(folder / "rag-keys").rglob("*"), *artifacts.rglob("*")]
+    assert any(p.name == QUESTIONS_FILE for p in artifacts.rglob("*"))
+    for path in (p for p in written if p.is_file()):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        leaked = [what for key, what in SECRETS_ASKED.items() if key in text or key[8:30] in text]
+        assert not leaked, f"{path}: {leaked}"
 
 
 @pytest.mark.parametrize("args, says", [
