@@ -13,9 +13,14 @@ it, case and spacing aside); with ``question_id`` (a path into the root span's i
 that id. When several traces answered one question, the latest is used (``repeated: first``: the earliest).
 
 **What is counted, not hidden** (each a note of the run, one line each, and a row of ``traces.csv``): traces that
-failed or give no ranking (:data:`pipeline.traces.calls.PROBLEMS`), traces asking a question the corpus does not
-hold, questions answered again, corpus questions no trace answered (they rank nothing and score 0, as a question
-missing from a run does), document ids the corpus does not hold (kept in the ranking: unjudged, so not relevant).
+failed or give no ranking (:data:`pipeline.traces.calls.PROBLEMS`: a span that raised among them), traces whose span
+returned no document, traces asking a question the corpus does not hold, questions answered again, corpus questions
+no trace answered (they rank nothing and score 0, as a question missing from a run does), document ids the corpus does
+not hold (kept in the ranking: unjudged, so not relevant). When most of the ids the traces name are not in the corpus,
+the ids are read from the wrong place: the job stops there, in one line that names ``doc_id`` and shows an id received
+beside one the corpus holds (the place that holds the corpus's ids, when a document has one).
+
+**Reading** is shared with the store process when one runs (:func:`pipeline.tracking.traces.read_shared`).
 
 **Where it came from.** The run's params hold the settings above (the filter included); ``traces.csv`` (an artifact
 of the run) lists every trace read, what became of it and which question it answered; the run's tag
@@ -40,10 +45,14 @@ from metrics.run import Run
 from metrics.trec import run_from_columns
 from pipeline.common.names import TRACES_FILE
 from pipeline.traces.calls import (
+    DOCUMENT_ID,
     PROBLEMS,
     Answer,
     Problem,
     Reading,
+    decoded,
+    is_document,
+    metadata_of,
     moment,
     question_key,
     read_call,
@@ -131,7 +140,7 @@ class TracedRetriever(Retriever):
     # -- reading the traces -----------------------------------------------------------------------------------
 
     def index(self, docs: Documents) -> TracedRetriever:
-        from pipeline.tracking.traces import read_calls, trace_times
+        from pipeline.tracking.traces import read_shared, trace_times
 
         query, reading = self.query(), self.reading()
         chosen = None
@@ -144,8 +153,7 @@ class TracedRetriever(Retriever):
         self._answers: list[Answer] = []
         self._problems: list[Problem] = []
         spans = 0
-        for call in read_calls(query, self.span, chosen):
-            found = read_call(call, reading)
+        for found in read_shared(query, self.span, chosen, read_call, reading):
             if isinstance(found, Answer):
                 self._answers.append(found)
                 spans += found.spans > 1
@@ -162,6 +170,7 @@ class TracedRetriever(Retriever):
             raise InputError(f"none of the {self._read} trace(s) of {self.where()} gives a ranking: "
                              + "; ".join(self._problem_lines(full=False)))
         self._known = set(docs.doc_ids)
+        self._check_ids(docs)
         self._by_key: dict[str, list[int]] | None = None
         self._status: dict[int, tuple[str, str]] = {}  # answer's place -> (status, question id)
         self._unanswered: list[str] = []
@@ -170,19 +179,81 @@ class TracedRetriever(Retriever):
         return self
 
     def _key(self, answer: Answer) -> str:
-        return answer.question_id if self.question_id else question_key(answer.question)
+        return answer.question_id if self.question_id else (answer.key or question_key(answer.question))
+
+    def _check_ids(self, docs: Documents) -> None:
+        """Stop when most of the document ids the traces name are not in the corpus: every figure would be 0, and
+        the cause is where the ids are read from (``doc_id``), not the retriever."""
+        known = self._known
+        named = sum(len(a.docs) for a in self._answers)
+        unknown = [d for a in self._answers for d in a.docs if d not in known]
+        if not named or 2 * len(unknown) <= named:
+            return
+        places = ", ".join(self.doc_id)
+        example = str(next(iter(docs.doc_ids), ""))
+        found = self._where_corpus_ids_are(unknown[0], example)
+        if found is not None:
+            place, value = found
+            shown = "Document.id" if place == DOCUMENT_ID else f"metadata.{place}"
+            said = (f"a trace names {unknown[0]!r}, and the same document's {shown} is {value!r}, an id the corpus "
+                    f"holds: retriever.doc_id=[{place}]")
+        else:
+            said = (f"a trace names {unknown[0]!r}, the corpus holds ids such as {example!r}: name where a document "
+                    f"holds the corpus's id (retriever.doc_id=[KEY, ...]: id is Document.id, any other name a key of "
+                    f"its metadata)")
+        raise InputError(f"{len(unknown):,} of the {named:,} document ids the traces retrieved are not in the corpus, "
+                         f"as read by retriever.doc_id=[{places}] (the first of them a document has); {said}")
+
+    def _where_corpus_ids_are(self, received: str, example: str, traces: int = 20) -> tuple[str, str] | None:
+        """The place (``id``, or a metadata key) of the retrieved documents that holds corpus ids for most of them,
+        and the value it holds in a document that named ``received``: read again from a few traces."""
+        from pipeline.tracking.traces import read_calls
+
+        which = [a.trace_id for a in self._answers if a.docs][:traces]
+        hits: Counter = Counter()
+        seen: Counter = Counter()
+        beside: dict[str, str] = {}
+        for call in read_calls(self.query(), self.span, which):
+            for span in call.spans:
+                outputs = decoded(span.outputs)
+                for document in outputs if isinstance(outputs, list) else ():
+                    if not is_document(document):
+                        continue
+                    places = {DOCUMENT_ID: document.get("id"), **metadata_of(document)}
+                    named = any(str(v) == received for v in places.values() if v is not None)
+                    for place, value in places.items():
+                        if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+                            continue
+                        seen[place] += 1
+                        if str(value) in self._known:
+                            hits[place] += 1
+                            if named:
+                                beside.setdefault(place, str(value))
+        best = max(hits, key=lambda place: (hits[place] / seen[place], hits[place]), default=None)
+        if best is None or 2 * hits[best] <= seen[best]:
+            return None
+        return best, beside.get(best, example)
 
     def rank(self, query_ids: Sequence[str], texts: Sequence[str], depth: int = 100) -> Run:
         _check_batch(query_ids, texts)
         if self._by_key is None:
-            self._by_key = {}
+            self._by_key, self._keys = {}, {}
             for place, answer in enumerate(self._answers):
-                self._by_key.setdefault(self._key(answer), []).append(place)
+                key = self._key(answer)
+                self._by_key.setdefault(key, []).append(place)
+                self._keys[answer.question] = key  # a corpus question of the same text has the same key
         q: list[str] = []
         d: list[str] = []
         s: list[float] = []
+        keys = self._keys
         for qid, text in zip(query_ids, texts):
-            places = self._by_key.get(str(qid) if self.question_id else question_key(text))
+            if self.question_id:
+                key = str(qid)
+            else:
+                key = keys.get(text)
+                if key is None:
+                    key = question_key(text)
+            places = self._by_key.get(key)
             if not places:
                 self._unanswered.append(str(qid))
                 continue
@@ -242,7 +313,13 @@ class TracedRetriever(Retriever):
             found.append(Note(f"{self._several} trace(s) have several {which} spans: the {self.several} to start "
                               f"was used (retriever.span names one, retriever.several picks first or last)",
                               "traces_several_spans", self._several))
-        used = [self._answers[i] for i, (status, _) in self._status.items() if status == USED]
+        used = [self._answers[i] for i, (status, _) in sorted(self._status.items()) if status == USED]
+        empty = [a.trace_id for a in used if a.listed == 0]
+        if empty:
+            which = self.span or "RETRIEVER"
+            found.append(Note(f"{len(empty)} trace(s) used have a {which} span that returned no document: "
+                              f"{listing(empty)} (their questions rank nothing, and score 0)", "traces_empty_ranking",
+                              len(empty), empty[:SHOWN]))
         unnamed = sum(a.unnamed for a in used)
         if unnamed:
             found.append(Note(f"{unnamed} retrieved document(s) have none of {', '.join(self.doc_id)} for an id "

@@ -189,9 +189,13 @@ class StoreProcess:
             self._send(("publish", str(folder)))
         self.unanswered.append(answered)
 
-    def settle(self) -> None:
-        """Read the answers to the requests sent without waiting, in order, each handed to its handler."""
+    def settle(self, waiting: bool = True) -> None:
+        """Read the answers to the requests sent without waiting, in order, each handed to its handler; with
+        ``waiting=False`` only those that have come already (a caller sharing work with the copy hands it more as it
+        answers)."""
         while self.unanswered and os.getpid() == self.owner:
+            if not waiting and (self.connection is None or not self.connection.poll(0)):
+                return
             answered = self.unanswered.pop(0)
             try:
                 answer = self._answer()
