@@ -13,6 +13,10 @@
   dropped, and counted. Judgments read from assessments name documents by the same rule
   (:mod:`pipeline.traces.sampling`).
 - **Its score** is ``metadata[score]`` when ``score`` is named, else ``1 / rank``: the span's order.
+- **Where it points inside its document** (a chunk): ``metadata.start_index`` (LangChain's ``add_start_index``) or
+  ``metadata.start``, and ``metadata.end_index`` or ``metadata.end`` (else the start plus the length of its
+  ``page_content``); without offsets, its ``page_content`` is looked for in the document's text when the ranking is
+  read (:mod:`pipeline.traces.retriever`). Two chunks of one document are two entries of a ranking.
 
 What cannot be read (a failed trace, no question, no such span, a span that raised, outputs that are not documents, a
 score that is not a number) is a :class:`Problem`: the trace is not used, and counted by kind. A span that returned
@@ -124,6 +128,8 @@ class Answer:
     repeated: int = 0  # documents listed again (the first place kept)
     positions: list[int] = field(default_factory=list)  # each kept document's place in the span's outputs
     key: str = ""  # question_key(question), when questions are matched by text
+    offsets: list[tuple[int | None, int | None]] = field(default_factory=list)  # each kept document's chunk offsets
+    contents: list[str | None] = field(default_factory=list)  # ... and its page_content (to find a chunk without them)
 
 
 @dataclass(frozen=True)
@@ -237,6 +243,29 @@ def document_id(document: dict[str, Any], places: Sequence[str],
     return None
 
 
+START_KEYS, END_KEYS = ("start_index", "start"), ("end_index", "end")  # where a chunk's offsets are read
+
+
+def chunk_offsets(document: dict[str, Any], metadata: dict[str, Any]) -> tuple[int | None, int | None]:
+    """Where a retrieved chunk lies in its document: ``(start, end)`` from its metadata, ``end`` the start plus the
+    length of its ``page_content`` when only the start is given; ``(None, None)`` when it says nothing of it."""
+
+    def whole(keys: tuple[str, ...]) -> int | None:
+        for key in keys:
+            value = metadata.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+        return None
+
+    start, end = whole(START_KEYS), whole(END_KEYS)
+    content = document.get("page_content")
+    if start is not None and end is None and isinstance(content, str):
+        end = start + len(content)
+    return (start, end) if start is not None and end is not None else (None, None)
+
+
 def _ranking(call: TracedCall, span: SpanRecord, question: str, question_id: str | None, reading: Reading,
              found: int, problem) -> Answer | Problem:
     if span.error is not None:
@@ -247,7 +276,7 @@ def _ranking(call: TracedCall, span: SpanRecord, question: str, question_id: str
         return problem(NOT_DOCUMENTS, f"span {span.name!r} returned {_preview(outputs)}")
     answer = Answer(call.trace_id, call.time_ms, question, question_id, [], [], span.span_id, call.tags, found,
                     len(outputs))
-    seen: set[str] = set()
+    seen: set[tuple[str, int | None, int | None, str | None]] = set()
     places, key = reading.doc_id, reading.score
     docs, scores, positions = answer.docs, answer.scores, answer.positions
     for position, document in enumerate(outputs):
@@ -256,10 +285,15 @@ def _ranking(call: TracedCall, span: SpanRecord, question: str, question_id: str
         if ident is None:
             answer.unnamed += 1
             continue
-        if ident in seen:
+        offsets = chunk_offsets(document, metadata)
+        content = document.get("page_content") if isinstance(document.get("page_content"), str) else None
+        identity = (ident, *offsets, None if offsets[0] is not None else content)  # a chunk of it, or it whole
+        if identity in seen:
             answer.repeated += 1
             continue
-        seen.add(ident)
+        seen.add(identity)
+        answer.offsets.append(offsets)
+        answer.contents.append(content)
         if key:
             score = metadata.get(key)
             if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):

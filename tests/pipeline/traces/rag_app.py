@@ -15,8 +15,10 @@ retriever returns plain strings), ``unknown_ids`` (every third document with an 
 ``failing`` (every fourth call raises), ``raising`` (every fourth retrieval raises, the application catches it and
 answers without documents), ``empty`` (every fifth retrieval returns ``[]``), ``chunk_ids`` (``Document.id`` is a
 chunk's id, ``chunk-12-0``, and ``metadata.doc_uri`` the corpus id), ``uris`` (MLflow's convention:
-``Document.id`` is the corpus id and ``metadata.doc_uri`` the document's URL). ``--k`` is how many documents it
-retrieves.
+``Document.id`` is the corpus id and ``metadata.doc_uri`` the document's URL), ``chunks`` (the application cuts
+each document into paragraphs, :class:`tests.pipeline.chunking.own.Paragraphs`, searches those and returns each as a
+``Document`` with ``metadata.doc_uri`` and LangChain's ``metadata.start_index``), ``chunk_texts`` (the same chunks,
+their offsets left out: only ``page_content`` says where they are). ``--k`` is how many documents it retrieves.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-SHAPES = ("normal", "no_span", "not_documents", "unknown_ids", "failing", "raising", "empty", "chunk_ids", "uris")
+SHAPES = ("normal", "no_span", "not_documents", "unknown_ids", "failing", "raising", "empty", "chunk_ids", "uris",
+          "chunks", "chunk_texts")
 SITE = "https://help.example.com/articles/"  # the ``uris`` shape's document URLs: SITE + the corpus id
 
 
@@ -51,6 +54,8 @@ class RagApp:
 
         @mlflow.trace(span_type=SpanType.RETRIEVER)
         def retrieve(query: str, k: int) -> list:
+            if self.shape in ("chunks", "chunk_texts"):
+                return self.chunk_hits(query, k, Document)
             hits = self.engine.search([query], k)[0]
             if self.shape == "not_documents":
                 return [doc for doc, _ in hits]
@@ -95,6 +100,26 @@ class RagApp:
         for question in questions:
             with contextlib.suppress(RuntimeError):  # the trace records the failure; the application goes on
                 answer(question)
+
+
+    def chunk_hits(self, query: str, k: int, document: type) -> list:
+        """The top k paragraphs, as a chunking application returns them (offsets in metadata, or none)."""
+        if not hasattr(self, "chunk_engine"):
+            from tests.pipeline.chunking.own import Paragraphs
+            from tests.pipeline.config.engines import TantivySearch
+
+            self.chunks = {f"{doc}-chunk-{n}": (doc, start, end) for doc, text in self.texts.items()
+                           for n, (start, end, _) in enumerate(Paragraphs().chunk(text))}
+            self.chunk_engine = TantivySearch()
+            self.chunk_engine.index(list(self.chunks), [self.texts[d][s:e] for d, s, e in self.chunks.values()])
+        found = []
+        for ident, score in self.chunk_engine.search([query], k)[0]:
+            doc, start, end = self.chunks[ident]
+            metadata = {"doc_uri": doc, "score": score}
+            if self.shape == "chunks":
+                metadata["start_index"] = start
+            found.append(document(page_content=self.texts[doc][start:end], metadata=metadata, id=ident))
+        return found
 
 
 OUTSIDE = "what is the weather in Lisbon today"  # a question the help-desk corpus does not hold
