@@ -15,8 +15,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m compileall -q pipeline metrics retrievers  # an editable install is not byte-compiled: every command would compile ~0.5 MB of source (0.2 s) where PYTHONDONTWRITEBYTECODE is set
 	touch $(STAMP)
 
+# The port `make ui` serves on, and that the links printed by `make run` (and by any command, through
+# RANKSCOPE_UI_PORT) name: `make run UI_PORT=5455` and `make ui UI_PORT=5455`, or `export RANKSCOPE_UI_PORT=5455` once.
+UI_PORT ?= $(or $(RANKSCOPE_UI_PORT),5000)
+
 run: $(STAMP)
-	$(BIN)/python -m pipeline -m experiment=helpdesk_study
+	RANKSCOPE_UI_PORT=$(UI_PORT) $(BIN)/python -m pipeline -m experiment=helpdesk_study
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -39,9 +43,8 @@ bench: $(STAMP)
 
 # One worker: a local UI has one user, and every extra worker costs seconds of start-up on a small machine.
 UI_STORE ?= sqlite:///$(CURDIR)/mlflow.db
-UI_PORT ?= 5000
 ui: $(STAMP)
-	$(BIN)/python -m pipeline.ui --backend-store-uri $(UI_STORE) --port $(UI_PORT)
+	RANKSCOPE_UI_PORT=$(UI_PORT) $(BIN)/python -m pipeline.ui --backend-store-uri $(UI_STORE)
 
 clean:
 	rm -rf $(VENV) outputs multirun

@@ -6,7 +6,8 @@ time), taken turn about with its baseline so both see the same machine load, and
 - ``--help`` of every command, against ``python -c "import numpy"`` (target: at most 3x);
 - ``python -m metrics QRELS RUN`` on a SciFact BM25 run (300 questions x 100), against the same (at most 4x);
 - one help-desk ``python -m pipeline`` into an existing store, and the 4-system help-desk study, against
-  ``python -c "import mlflow, hydra"`` (at most 1.8x and 3x);
+  ``python -c "import mlflow, hydra"`` (at most 1.3x and 3x: a run forks its store process after MLflow's import
+  and never imports matplotlib, see tests/test_help_is_light.py);
 - ``pipeline.compare`` and ``pipeline.gate`` on a store of 200 runs, against ``python -c "import mlflow"`` (2x);
 - a 12-point SciFact BM25 sweep against one SciFact run (2x), at least three turns of each;
 - ``make ui`` until it answers, in seconds (at most 10).
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         if "run" in wanted:
             rows.append(pair("one help-desk `python -m pipeline` (existing store)",
                              [PY, "-m", "pipeline", "quiet=true"], "import mlflow, hydra", mlflow_hydra, folder,
-                             args.repeats, 1.8, fresh_store))
+                             args.repeats, 1.3, fresh_store))
         if "study" in wanted:
             rows.append(pair("the 4-system help-desk study", [PY, "-m", "pipeline", "-m", "experiment=helpdesk_study",
                              "quiet=true"], "import mlflow, hydra", mlflow_hydra, folder, args.repeats, 3, fresh_store))

@@ -91,10 +91,22 @@ def _evaluate(args: argparse.Namespace, cols: list[Column]) -> tuple[list[str], 
         raise InputError(f"the relevance level must be 0 or more, not {args.level}")
     if args.max_docs is not None and args.max_docs < 1:
         raise InputError(f"-M must be at least 1, not {args.max_docs}")
+    from metrics.trec import NO_RESULTS_QUERY
+
     qrels = read_judgments(args.qrels, args.run)
+    if not len(qrels):
+        raise InputError("holds no judgment: nothing to evaluate against", args.qrels)
     scored = score_files(qrels, args.run, cols, args.complete, args.level, args.max_docs, args.judged_only)
     add_chunk_values(scored, qrels, cols, args.level, *chunk_inputs(args))
-    return report(qrels, scored, cols, args.per_question, args.complete, args.level)
+    if scored.in_run != {NO_RESULTS_QUERY}:
+        return report(qrels, scored, cols, args.per_question, args.complete, args.level)
+    said = (f"the run retrieved nothing for any question (its one line, for question {NO_RESULTS_QUERY}, is there for "
+            f"trec_eval, which refuses an empty file)")  # the run file of a job whose retriever returned nothing
+    try:
+        lines, notes = report(qrels, scored, cols, args.per_question, args.complete, args.level)
+    except InputError as err:
+        raise InputError(f"{err}: {said}; -c scores every judged question 0") from None
+    return lines, [f"note: {said}: every judged question scores 0", *notes]
 
 
 def chunk_inputs(args: argparse.Namespace) -> tuple:

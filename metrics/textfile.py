@@ -6,6 +6,8 @@ Shared by every reader of user files (TREC and BEIR qrels, run files, ``corpus.j
 from __future__ import annotations
 
 import io
+import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -16,13 +18,28 @@ SHOWN = 40  # characters of a bad value quoted in an error line
 
 
 def check_file(path: str | Path) -> Path:
-    """``path`` as a Path; an InputError saying what it is when it is not a file (missing, or a directory)."""
+    """``path`` as a Path; an InputError saying what it is when it is not a file (missing, a folder, a device such as
+    ``/dev/null``, a pipe such as the shell's ``<(...)``, which is read once and these files are read twice)."""
     path = Path(path)
     if path.is_dir():
         raise InputError("is a folder, not a file", path)
     if not path.is_file():
+        if path.exists():
+            raise InputError(f"is {_kind(path)}, not a file", path)
         raise InputError("no such file", path)
     return path
+
+
+def _kind(path: Path) -> str:
+    """What a path that exists but is neither a file nor a folder is, in words."""
+    mode = path.stat().st_mode
+    if stat.S_ISCHR(mode):
+        return "the null device (it reads as empty)" if path.resolve() == Path(os.devnull) else "a character device"
+    if stat.S_ISFIFO(mode):
+        return "a pipe (read once, and it is read twice: save it to a file)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a block device" if stat.S_ISBLK(mode) else "not a regular file"
 
 
 def text_lines(path: str | Path, opener: Callable[[], BinaryIO] | None = None) -> Iterator[tuple[int, str]]:

@@ -13,6 +13,11 @@ is written one unit in the last place of a 32-bit float below that previous scor
 the written scores strictly decrease as trec_eval reads them and as rankscope reads them. Every other score is
 written exactly (``repr``: it reads back to the same 64-bit value). A nudged score differs from the computed one by
 about one part in ten million; a 64-bit unit would not do, since trec_eval's 32-bit scores would tie again.
+
+A run in which no question retrieved anything is written as one line for a question no qrels hold
+(:data:`NO_RESULTS_LINE`), not as an empty file: trec_eval refuses a file without a result line ("Cannot read results
+file"), and so does ``python -m metrics``; with that line both read it, leave the line's question out (it has no
+judgment), and with ``-c`` score every judged question 0, as the job did.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 BEIR_HEADER = ("query-id", "corpus-id", "score")
+NO_RESULTS_QUERY, NO_RESULTS_DOC = "rankscope-no-results", "none"  # the line of a run that retrieved nothing
+NO_RESULTS_LINE = f"{NO_RESULTS_QUERY} Q0 {NO_RESULTS_DOC} 1 0"  # ... and the run's tag
 
 
 def _lines(path: str | Path) -> Iterable[tuple[int, list[str]]]:
@@ -212,6 +219,7 @@ def _line_blocks(run: Run, tag: str | None = None) -> Iterator[list[str]]:
     scores = written_scores(run.scores)
     lengths = np.asarray(run.lengths, dtype=np.int64)
     if not len(lengths) or not lengths.any():
+        yield [f"{NO_RESULTS_LINE} {tag}"]  # not an empty file, which trec_eval refuses (the module's docstring)
         return
     ranks = np.array([str(j) for j in range(1, run.depth + 1)], dtype=object)
     qids = np.array([format(q) for q in run.query_ids], dtype=object)

@@ -4,6 +4,11 @@
 PostgreSQL) creates the database schema once, starts ``mlflow server`` bound to 127.0.0.1, waits until it answers
 /health and prints the URI clients set as MLFLOW_TRACKING_URI / ``tracking.uri``. ``--expose`` binds every
 interface. Passwords never appear in what it prints.
+
+Killed (SIGKILL, the OOM killer), it leaves nothing running: a guard ends the MLflow server and stops the private
+PostgreSQL (:mod:`pipeline.team.processes`). A server or cluster of ours that was left running anyway (its guard killed
+too) is recognised when the command starts again: it says so and offers to end it (``--end-stale`` ends it without
+asking).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="extra Host headers to accept, comma-separated (e.g. a proxy's name mlflow.corp.com)")
     parser.add_argument("--cors-allowed-origins", default="",
                         help="extra browser origins allowed to write, comma-separated (e.g. https://notebooks.corp)")
+    parser.add_argument("--end-stale", action="store_true",
+                        help="end, without asking, a server that an earlier run of this command left running on the "
+                        "port (or on --postgres-dir) when it was killed")
     return parser
 
 
@@ -71,10 +79,31 @@ def _announce(server: Any, backend: str, exposed: bool) -> None:
     print("Stop with Ctrl-C.", flush=True)
 
 
-def _serve(settings: Any, backend_for_display: str) -> int:
+def _end_leftover(without_asking: bool) -> Callable[[Any], bool]:
+    """Whether to end a server an earlier command left running (a :class:`pipeline.team.processes.Leftover`): yes with
+    ``--end-stale`` (said in one line), or when the user answers yes at a terminal; otherwise no, and the command
+    stops with one line that says how to end it."""
+
+    def decide(leftover: Any) -> bool:
+        if without_asking:
+            print(f"Ending {leftover.describe()} (--end-stale).", file=sys.stderr, flush=True)
+            return True
+        if not sys.stdin.isatty():
+            return False
+        print(f"Found {leftover.describe()}.", file=sys.stderr, flush=True)
+        try:
+            answer = input("End it? [y/N] ")
+        except EOFError:
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    return decide
+
+
+def _serve(settings: Any, backend_for_display: str, end_leftover: Callable[[Any], bool]) -> int:
     from pipeline.team.tracking_server import tracking_server
 
-    with tracking_server(settings, log=sys.stderr) as server:
+    with tracking_server(settings, log=sys.stderr, end_leftover=end_leftover) as server:
         _announce(server, backend_for_display, settings.expose)
         server.process.wait()
         print(f"MLflow server exited with code {server.process.returncode}", file=sys.stderr)
@@ -103,11 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   workers=args.workers, extra_allowed_hosts=_split(args.allowed_hosts),
                                   extra_cors_origins=_split(args.cors_allowed_origins))
 
+        end_leftover = _end_leftover(args.end_stale)
         if args.postgres_dir:
-            with local_postgres(args.postgres_dir) as database:
+            with local_postgres(args.postgres_dir, end_leftover=end_leftover) as database:
                 print(f"PostgreSQL running: {database.redacted_uri} (password in {database.root / 'password'})")
-                return _serve(settings(database.uri), database.redacted_uri)
-        return _serve(settings(args.backend_store_uri), args.backend_store_uri)
+                return _serve(settings(database.uri), database.redacted_uri, end_leftover)
+        return _serve(settings(args.backend_store_uri), args.backend_store_uri, end_leftover)
     except KeyboardInterrupt:  # first: were the imports stopped, the next clause's names would not exist
         print("Stopped.", file=sys.stderr)
         return 0

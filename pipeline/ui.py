@@ -1,4 +1,5 @@
-"""``python -m pipeline.ui``: the MLflow UI on a local store, at http://127.0.0.1:5000 until Ctrl-C.
+"""``python -m pipeline.ui``: the MLflow UI on a local store, at http://127.0.0.1:5000 (``$RANKSCOPE_UI_PORT``, the
+port the links rankscope prints name, else 5000) until Ctrl-C.
 
 ``make ui`` runs it on ./mlflow.db. It serves what ``mlflow ui --backend-store-uri URI`` serves, from one process
 (:mod:`pipeline.tracking.ui`), so the page answers in about half the time. It prints, and on a desktop opens, the
@@ -27,7 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=SAYS, description=__doc__.split("\n\n")[0])
     p.add_argument("--backend-store-uri", help="the store (default: sqlite:///<cwd>/mlflow.db, the one "
                    "`python -m pipeline` logs to)")
-    p.add_argument("--port", type=int, default=5000, help="port on 127.0.0.1 (default: 5000; 0: any free one)")
+    p.add_argument("--port", type=int, help="port on 127.0.0.1 (default: $RANKSCOPE_UI_PORT, which the links "
+                   "rankscope prints use too, else 5000; 0: any free one)")
     p.add_argument("--experiment", default="rankscope", help="the experiment the printed address opens")
     p.add_argument("--no-browser", action="store_true", help="print the address, do not open a browser")
     args = p.parse_args(argv)
@@ -36,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pipeline.common.names import LOOPBACK
     from pipeline.common.redact import redact_text
     from pipeline.team.tracking_server import ServerError, check_port_free
+    from pipeline.tracking.links import ui_port
     from pipeline.tracking.store import tracking_uri
     from pipeline.tracking.ui import check_exists, first_page, serve_ui
 
@@ -44,7 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         uri = tracking_uri(args.backend_store_uri, Path.cwd())
         if uri.startswith(("http://", "https://")):
             raise InputError(f"{redact_text(uri)} is a tracking server: it serves its own UI; open it in a browser")
-        port = args.port or free_port(LOOPBACK)  # --port 0: any free one, known before the address is printed
+        port = ui_port() if args.port is None else args.port
+        port = port or free_port(LOOPBACK)  # --port 0: any free one, known before the address is printed
         check_port_free(LOOPBACK, port)
         check_exists(uri)
         base = f"http://{LOOPBACK}:{port}"

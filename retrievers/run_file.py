@@ -8,7 +8,7 @@ from pathlib import Path
 
 from metrics.errors import InputError, Note
 from metrics.run import Run
-from metrics.trec import read_trec_run
+from metrics.trec import NO_RESULTS_DOC, NO_RESULTS_QUERY, read_trec_run
 from retrievers.base import BuildContext, Documents, Retriever, _check_batch, select_rows
 from retrievers.external import SHOWN, listing
 
@@ -39,6 +39,8 @@ class RunFile(Retriever):
     def index(self, docs: Documents) -> RunFile:
         self._run = read_trec_run(self.path)
         known = set(docs.doc_ids)
+        if self._run.query_ids.tolist() == [NO_RESULTS_QUERY]:  # a job's run.trec that retrieved nothing
+            known.add(NO_RESULTS_DOC)
         self.unknown_docs = [d for d in self._run.doc_ids.tolist() if d not in known]
         self.doc_ids = self._run.doc_ids
         return self

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.common.names import UI_PORT_ENV
 from pipeline.data import helpdesk
 from tests import datasets
 
@@ -23,6 +24,10 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = datasets.REPO
+
+# The links tests expect name python -m pipeline.ui's default port: a user's RANKSCOPE_UI_PORT (make ui UI_PORT=N)
+# stays out of the suite; tests that need a port set it.
+os.environ.pop(UI_PORT_ENV, None)
 
 # The tests' own ir_datasets cache, set before anything imports ir_datasets (it reads the variable once, on import):
 # no test reads or writes the user's ~/.ir_datasets, and a subprocess inherits it. The irds_home fixture seeds it.

@@ -16,14 +16,16 @@ frequencies:
 - two documents are in the **same context** when the relevant one is among the ``context_share`` (2%) of the
   corpus nearest to the first result (cosine of tf-idf vectors; measured only when a rule needs it).
 
-Every missed question gets exactly one of five causes, decided in this order:
+Every missed question gets exactly one of six causes, decided in this order:
 
+0. **no_results**: the ranking is empty, and either every ranking of the run is (the retriever returned nothing at
+   all: a broken retriever, not the words) or a relevant document holds a question term (the words were there).
 1. No relevant document contains a question term: **homonymy** if the first result looks like a lone word
-   taken in another context (below), else **vocabulary_gap** (with an empty ranking: no candidate at all).
+   taken in another context (below), else **vocabulary_gap** (with an empty ranking, among rankings that are not:
+   no candidate at all).
 2. **term_weighting**: a relevant document matches at least as much of the question's weight as the first
    result, or the first result has no distinguishing term: every question word that lifted it, a relevant
-   document has too. The words are there; the ranking weighed them against the relevant documents. (With an
-   empty ranking, a relevant document holding a question term: "an empty ranking, though ...".)
+   document has too. The words are there; the ranking weighed them against the relevant documents.
 3. **common_terms**: the first result's distinguishing terms are all common (none rare): only frequent
    words set it apart.
 4. **homonymy** (surface homonymy): a distinguishing term is rare, the first result matches less than
@@ -65,9 +67,11 @@ from pipeline.common.names import FAILURES_PREFIX
 from pipeline.data.collection import Collection
 from retrievers.text import TermCounts, Tokenizer, term_counts
 
-CAUSES = ("vocabulary_gap", "partial_gap", "homonymy", "common_terms", "term_weighting")  # one per missed question
-CLASSES = (*CAUSES, "late_rank", "duplicates")
+NO_RESULTS = "no_results"
+CAUSES = (NO_RESULTS, "vocabulary_gap", "partial_gap", "homonymy", "common_terms", "term_weighting")  # one per missed
+CLASSES = (*CAUSES, "late_rank", "duplicates")  # question
 LABELS = {
+    NO_RESULTS: "returned nothing",
     "vocabulary_gap": "vocabulary gap",
     "partial_gap": "partial vocabulary gap",
     "homonymy": "surface homonymy",
@@ -156,7 +160,8 @@ def diagnose(
     judged = [relevant.get(qid, []) for qid in query_ids]
     firsts = first_rank.to_numpy()
     facts = _ranking_facts(run, rows, judged)
-    keys = _question_keys(query_ids, questions, firsts, judged, groups, facts)
+    nothing = not np.asarray(run.lengths).any()  # the retriever returned nothing, for any question
+    keys = [(*key, nothing) for key in _question_keys(query_ids, questions, firsts, judged, groups, facts)]
     memo = corpus.stats.records(tokenizer, settings, depth)
     records: list[dict | None] = [None if memo is None else memo.get(key) for key in keys]
     todo = [i for i, record in enumerate(records) if record is None]
@@ -165,6 +170,8 @@ def diagnose(
     found = _evidence(corpus, [query_ids[i] for i in todo], [questions[i] for i in todo], terms, firsts[todo],
                       [judged[i] for i in todo], (retrieved[todo], [first_docs[i] for i in todo],
                                                   [ranks[i] for i in todo]), settings)
+    for e in found:
+        e.run_empty = nothing
     closer = corpus.closer_shares([(e.first, e.relevant) for e in found if e.needs_context])
     for e, share in zip([e for e in found if e.needs_context], closer):
         e.closer_share = share
@@ -219,7 +226,8 @@ def diagnosis_text(table: pd.DataFrame, system: str, cutoff: int = 3) -> str:
     counts = failure_counts(table)
     failing = table[table["missed"] | table[list(CLASSES)].any(axis=1)] if len(table) else table
     missed = int(table["missed"].sum()) if len(table) else 0
-    summary = ", ".join(f"{LABELS[c]} {n}" for c, n in counts.items())
+    # "returned nothing" is named only when it happened: a retriever that returns something is the usual case
+    summary = ", ".join(f"{LABELS[c]} {n}" for c, n in counts.items() if n or c != NO_RESULTS)
     # the missed questions, which the causes add up to; a question found in time can still carry a class (duplicates)
     also = len(failing) - missed
     more = f"; {also} more found in time carr{'ies' if also == 1 else 'y'} a failure class" if also else ""
@@ -474,6 +482,7 @@ class _Evidence:
     missed: bool
     needs_context: bool = False
     closer_share: float = float("nan")
+    run_empty: bool = False  # every ranking of the run is empty
 
     @property
     def relevant(self) -> list[str]:
@@ -607,6 +616,15 @@ def _cause(e: _Evidence, settings: DiagnosisSettings) -> tuple[str, str]:
     first, pct = e.first, _pct(e.first_match)
     lone = e.needs_context and e.closer_share > settings.context_share
     rare = _terms(e.rare_distinguishing)
+    if not e.retrieved and (e.run_empty or e.relevant_match > 0):  # nothing to weigh a relevant document against
+        matched = ""
+        if e.relevant_match > 0:
+            best = max(e.relevant_matches, key=e.relevant_matches.__getitem__)
+            matched = f"{best} matches {_pct(e.relevant_match)} of the question's weight"
+        if e.run_empty:
+            return NO_RESULTS, "the retriever returned no document for any question" + (f"; {matched}" if matched
+                                                                                         else "")
+        return NO_RESULTS, f"an empty ranking, though {matched}"
     if lone:
         why = (f"{first} wins on the rare {rare}, in no relevant document; it matches {pct} of the question, and no "
                f"relevant document is among the {_pct(settings.context_share)} of the corpus nearest to it")
@@ -617,9 +635,6 @@ def _cause(e: _Evidence, settings: DiagnosisSettings) -> tuple[str, str]:
             return "vocabulary_gap", "no candidate at all"
         return "vocabulary_gap", f"no relevant document contains a question term; {first} matches {pct}"
     best = max(e.relevant_matches, key=e.relevant_matches.__getitem__)
-    if not e.retrieved:  # no first result to weigh against: the ranker returned nothing, though the words are there
-        return "term_weighting", (f"an empty ranking, though {best} matches {_pct(e.relevant_match)} of the "
-                                  f"question's weight")
     if e.relevant_match >= e.first_match:
         return "term_weighting", (f"{best} matches {_pct(e.relevant_match)} of the question's weight, {first} "
                                   f"{pct}, yet {first} ranks first")

@@ -22,6 +22,7 @@ import pandas as pd
 
 from metrics.comparison import all_pairs, compare_many
 from metrics.power import DEFAULT_POWER, Sensitivity, minimum_detectable_effect
+from metrics.significance import holm
 from metrics.spec import MetricSpec
 from pipeline.analysis.slices import SliceReport, slice_report
 from pipeline.common.names import LOWER, NOT_RELEVANT_METRIC, UPPER
@@ -78,7 +79,8 @@ class SweepSummary:
     first_rank: pd.DataFrame = field(default_factory=pd.DataFrame)  # question x system, <NA> = not in the ranking
     beyond: pd.DataFrame = field(default_factory=pd.DataFrame)  # question x system: N when the ranking was full to
     # depth N without a relevant document (so one may lie deeper), <NA> otherwise
-    differences: pd.DataFrame = field(default_factory=pd.DataFrame)  # (system, metric) x difference, bounds, p
+    differences: pd.DataFrame = field(default_factory=pd.DataFrame)  # (system, metric) x difference, bounds, p,
+    # significant (the one rule every section stars by: see `significant_against_top`)
     same_data: bool = True  # False: systems were measured on different collections, so not compared per question
     groups: list[list[str]] = field(default_factory=list)  # systems with identical results, in job order
     tied: list[str] = field(default_factory=list)  # systems whose primary-metric interval vs `best` contains zero
@@ -241,6 +243,8 @@ def compare_systems(summary: SweepSummary, confidence: float = 0.95, resamples: 
     if 1 < len(summary.groups) <= MAX_PAIRED and names:
         tables = {rep: by_name[rep].per_question for rep in summary.representatives}
         summary.pairs = all_pairs(tables, names, confidence, resamples, permutations, seed)
+    if frames:
+        summary.differences["significant"] = significant_against_top(summary)
     if primary.name in names:
         summary.sensitivity = pair_sensitivity({rep: by_name[rep].per_question[primary.name]
                                                 for rep in summary.representatives}, summary.alpha, summary.power)
@@ -248,6 +252,26 @@ def compare_systems(summary: SweepSummary, confidence: float = 0.95, resamples: 
         summary.slices = slice_report({rep: by_name[rep].per_question for rep in summary.representatives}, top.name,
                                       names, primary.name, None, confidence, resamples, permutations, seed,
                                       summary.power)
+
+
+def significant_against_top(summary: SweepSummary) -> list[bool]:
+    """For each row of ``summary.differences``: whether that system differs significantly from the top one, by the
+    rule of the pair matrix and the letters, so that a star means one thing in every section: the paired interval
+    excludes zero *and* the randomisation-test p, Holm-adjusted over every pair compared on that metric, is below
+    alpha. The pair's own row of ``summary.pairs`` says it; above :data:`MAX_PAIRED` groups, where only the
+    comparisons against the top are made, Holm's adjustment runs over those. (A tie is another rule, named as one: the
+    interval contains zero. A difference whose interval excludes zero may be neither tied nor significant.)"""
+    frame = summary.differences
+    excludes = ((frame.ci_low > 0) | (frame.ci_high < 0)).to_numpy()
+    if not summary.pairs.empty:
+        order = {rep: i for i, rep in enumerate(summary.representatives)}
+        found = summary.pairs["significant"].to_dict()
+        top = summary.best
+        return [bool(found[(system, top, metric) if order[system] < order[top] else (top, system, metric)])
+                for system, metric in frame.index]
+    p_holm = pd.Series(frame.p_value.to_numpy(), index=frame.index).groupby(level="metric").transform(
+        lambda p: holm(p.to_numpy()))
+    return [bool(e and p < summary.alpha) for e, p in zip(excludes, p_holm.reindex(frame.index))]
 
 
 def _compared_metrics(summary: SweepSummary) -> list[str]:

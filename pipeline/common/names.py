@@ -123,10 +123,14 @@ DB_NAME = "mlflow.db"
 LOCK_SUFFIX = ".lock"  # mlflow.db.lock: held while a process makes its first connection to the store
 CREATING_SUFFIX = ".creating"  # mlflow.db.creating: a new store while MLflow builds its tables
 UI_ADDRESS_SUFFIX = ".ui"  # mlflow.db.ui: the address python -m pipeline.ui serves the store on, while it runs
+UI_PORT_ENV = "RANKSCOPE_UI_PORT"  # the port pipeline.ui serves on by default, and that links name before it runs
 ARTIFACT_DIR = "mlartifacts"
 LOOPBACK = "127.0.0.1"  # where servers listen unless exposed
 SERVED_ARTIFACT_ROOT = "mlflow-artifacts:/"  # runs on a server record this; it maps it to its artifacts destination
 DEFAULT_EXPERIMENT = "rankscope"
+# in the environment of every server process python -m pipeline.server starts: PID:START of the command that started it,
+# by which a later command tells a server of its own left behind from another program's (pipeline.team.processes)
+SERVER_OWNER_ENV = "RANKSCOPE_SERVER_OWNER"
 
 # -- MLflow metric names ---------------------------------------------------------------------------------------------
 # A retrieval metric is logged under its MLflow key (``ndcg_at_5``, metrics.spec), its interval's bounds beside it

@@ -229,6 +229,8 @@ def metric_plan(metrics: DictConfig | Mapping[str, Any]) -> MetricPlan:
     measures = [str(m) for m in metrics["measures"]]
     show = list(dict.fromkeys(follow_cutoffs(s, ks) for s in parse_metrics([str(s) for s in metrics["show"]])))
     primary = follow_cutoffs(parse_metrics([str(metrics["primary"])])[0], ks)
+    if primary not in show:  # the metric that picks the top system is a column of every summary table
+        show.append(primary)
     budgets = [int(b) for b in metrics.get("budgets") or []]
     if any(b < 1 for b in budgets):
         raise InputError(f"metrics.budgets: token budgets must be positive, got {budgets}")

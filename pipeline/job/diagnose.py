@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -29,9 +30,12 @@ from pipeline.analysis.diagnosis import (
 from pipeline.common.names import DIAGNOSIS_FILE, PLOTS_DIR
 from pipeline.config.plan import JobPlan
 from pipeline.job.results import JobResult
-from pipeline.reports.html import DPI, Drawing, Figure
+from pipeline.reports.html import DPI, Drawing
 from pipeline.reports.run_plots import failure_bars_png, metric_histogram_png
 from retrievers.base import Documents, counts_of
+
+if TYPE_CHECKING:
+    from pipeline.reports.html import Figure
 
 TERMINAL_QUESTIONS = 10  # failing questions printed per job; diagnosis.txt lists them all
 

@@ -3,7 +3,8 @@ settings); either way the ranking of documents every document metric reads, and,
 (each document at its best chunk's rank: MaxP) with what span and budget measures read of it (:class:`Chunked`).
 
 A job that does not chunk but asks for span or budget measures has each retrieved document as one chunk of its whole
-text, its tokens counted with the chunker's tokenizer (``chunker=none`` has one too).
+text, its tokens counted with the chunker's tokenizer (``chunker=none`` has one too). A retriever that ranks chunks of
+its own (``ranks_chunks``: a traced application whose documents point inside the corpus's) is read the same way.
 """
 
 from __future__ import annotations
@@ -76,6 +77,11 @@ class Indexed:
     def rank(self, retriever: Retriever, collection: Collection, system: str) -> Run:
         """Every question's ranking of documents; when the job chunks, its ranking of chunks is kept (``chunks``)."""
         plan = self.plan
+        if self.chunking is None and getattr(retriever, "ranks_chunks", False):  # chunks a traced application ranked
+            ranking = engine.rank(retriever, self.reuse, self.node, collection,
+                                  chunk_depth(plan.chunker.depth, plan.depth), system)
+            self.chunks = own_chunks(ranking, collection, plan.chunker)
+            return to_documents(self.chunks, plan.depth)
         if self.chunking is None:
             return engine.rank(retriever, self.reuse, self.node, collection, plan.depth, system)
         ranking = engine.rank(retriever, self.reuse, self.node, self.chunking.collection,
@@ -102,6 +108,20 @@ def ranked_chunks(ranking: Run, chunking: Chunking) -> ChunkRun:
         unknown = ranking.doc_ids[rows < 0][:3].tolist()
         raise InputError(f"the ranking names chunks this chunking does not hold: {', '.join(map(str, unknown))}")
     return ChunkRun(ranking, chunking.table.take(rows))
+
+
+def own_chunks(ranking: Run, collection: Collection, chunker: Any) -> ChunkRun:
+    """A ranking of chunks a retriever made of its own (a traced application's): each id read as a chunk, checked
+    inside its document, its tokens counted with the chunker's tokenizer."""
+    chunks = Chunks.from_ids(ranking.doc_ids)
+    lengths = collection.doc_lengths
+    for doc, start, end in zip(chunks.doc_ids, chunks.starts.tolist(), chunks.ends.tolist()):
+        if not 0 <= start < end <= lengths.get(doc, -1):
+            raise InputError(f"the ranking holds a chunk {start}:{end} of document {doc}, which is not inside it")
+    texts = dict(zip(collection.doc_ids, collection.doc_texts))
+    counted = chunker.tokens().count([texts[d][s:e] for d, s, e in zip(chunks.doc_ids, chunks.starts.tolist(),
+                                                                       chunks.ends.tolist())])
+    return ChunkRun(ranking, Chunks(chunks.doc_ids, chunks.starts, chunks.ends, counted))
 
 
 def whole_documents(run: Run, collection: Collection, chunker: Any) -> ChunkRun:

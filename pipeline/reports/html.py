@@ -16,6 +16,7 @@ import os
 import pickle
 import re
 import signal
+import sys
 import tempfile
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -23,18 +24,19 @@ from dataclasses import dataclass
 from html import escape
 from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib.image
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from pipeline.common.forking import second_core, yield_to_the_command
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 DPI = 110
-Made = Figure | Callable[[], Figure | bytes]  # a figure, or what makes it (or makes another file's bytes): see Drawing
+# a figure, or what makes it (or makes another file's bytes): see Drawing; a string, as matplotlib is not imported here
+Made = "Figure | Callable[[], Figure | bytes]"
 _RENDERED: weakref.WeakKeyDictionary[Figure, tuple[int, bytes]] = weakref.WeakKeyDictionary()  # dpi, PNG
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; padding: 0 1em; color: #222;
@@ -69,6 +71,13 @@ class Section:
     preformatted: str = ""
     html: str = ""
     anchor: str = ""
+
+
+def is_figure(made: object) -> bool:
+    """Whether ``made`` is a matplotlib figure. matplotlib is imported only by what draws with it (half a second that
+    a run, whose plots are drawn with PIL, never pays): until something has imported it, nothing is a figure."""
+    module = sys.modules.get("matplotlib.figure")
+    return module is not None and isinstance(made, module.Figure)
 
 
 def figure_png(fig: Figure, dpi: int = DPI) -> bytes:
@@ -145,6 +154,8 @@ def _draw(fig: Figure, dpi: int) -> bytes:
 def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
     """The figure drawn now as PNG bytes (nothing remembered: see :func:`figure_png` for that), through
     :class:`PngCanvas`."""
+    from pipeline.reports.png_canvas import PngCanvas
+
     if not isinstance(fig.canvas, PngCanvas):
         PngCanvas(fig)
     buffer = io.BytesIO()
@@ -176,35 +187,6 @@ def _laid_out(fig: Figure, dpi: int) -> Any:
         yield
     finally:
         fig._layout_engine = engine
-
-
-class PngCanvas(FigureCanvasAgg):
-    """An Agg canvas whose PNGs of an opaque figure (every figure rankscope draws) hold its pixels as RGB, deflated
-    fast: the same image as matplotlib's own RGBA PNG, pixel for pixel, in 55% of the encoding time (a per-run plot:
-    4.1 against 7.4 ms; a sweep's drawing copy encodes 24 of them), in a file of about the same size (within a few
-    percent either way). A figure with any transparent pixel is written as matplotlib writes it."""
-
-    def print_png(self, filename_or_obj: Any, *, metadata: dict[str, str] | None = None,
-                  pil_kwargs: dict[str, Any] | None = None, **applied: Any) -> None:
-        """``applied``: what ``savefig`` set on the figure before calling this (dpi, face colour ...), which
-        matplotlib's own ``print_png`` does not take either."""
-        FigureCanvasAgg.draw(self)
-        rgba = np.asarray(self.buffer_rgba())
-        if pil_kwargs is not None or not (rgba[..., 3] == 255).all():
-            matplotlib.image.imsave(filename_or_obj, rgba, format="png", origin="upper", dpi=self.figure.dpi,
-                                    metadata=metadata, pil_kwargs=pil_kwargs)
-            return
-        from PIL import Image
-        from PIL.PngImagePlugin import PngInfo
-
-        info = PngInfo()  # the text chunks matplotlib's imsave writes
-        for key, value in {"Software": f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/",
-                           **(metadata or {})}.items():
-            if value is not None:
-                info.add_text(key, value)
-        height, width = rgba.shape[:2]  # PIL drops the alpha in C: 3 ms for a sweep's widest figure, numpy took 11
-        Image.frombuffer("RGBA", (width, height), rgba, "raw", "RGBA", 0, 1).convert("RGB").save(
-            filename_or_obj, format="png", dpi=(self.figure.dpi, self.figure.dpi), pnginfo=info, compress_level=1)
 
 
 def figure_filename(name: str) -> str:
@@ -284,7 +266,7 @@ class Drawing:
         for path, fig in self.figures.items():
             if not path.is_file():
                 path.write_bytes(_file(_built(fig), self.dpi))
-            elif isinstance(fig, Figure) and _RENDERED.get(fig, (None,))[0] != self.dpi:
+            elif is_figure(fig) and _RENDERED.get(fig, (None,))[0] != self.dpi:
                 _RENDERED[fig] = (self.dpi, path.read_bytes())
         return list(self.figures)
 
@@ -331,7 +313,7 @@ class _Drawer:
     def take(cls, figures: Mapping[Path, Made], dpi: int) -> _Drawer | None:
         """This process's drawer, given ``figures`` to draw; None when they cannot go to it (a built figure, a
         maker that does not pickle, a drawer gone)."""
-        if any(isinstance(f, Figure) for f in figures.values()):
+        if any(is_figure(f) for f in figures.values()):
             return None
         try:
             batch = pickle.dumps((dpi, list(figures.items())))
@@ -412,7 +394,7 @@ def _write_whole(path: Path, data: bytes) -> None:
 
 def _built(figure: Made) -> Figure | bytes:
     """A figure (or a file's bytes), made now if it was given as the function that makes it."""
-    return figure if isinstance(figure, Figure) else figure()
+    return figure if is_figure(figure) else figure()
 
 
 def _file(made: Figure | bytes, dpi: int) -> bytes:

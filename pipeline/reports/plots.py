@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from pipeline.reports.colours import BEYOND_COLOUR, BUCKET_COLOURS, NOT_RETRIEVED_COLOUR
-from pipeline.reports.html import PngCanvas
+from pipeline.reports.png_canvas import PngCanvas
 from pipeline.reports.rank_buckets import has_beyond, rank_bucket_codes, rank_bucket_labels
 
 

@@ -130,7 +130,19 @@ def budget_curve(summary: SweepSummary, measure: str) -> pd.DataFrame:
             if found and key + LOWER in metrics and key + UPPER in metrics:
                 rows.append({"system": summary.label(system), "budget": int(found.group(1)), "mean": value,
                              "ci_low": metrics[key + LOWER], "ci_high": metrics[key + UPPER]})
-    return pd.DataFrame(rows, columns=["system", "budget", "mean", "ci_low", "ci_high"])
+    return one_line_each(pd.DataFrame(rows, columns=["system", "budget", "mean", "ci_low", "ci_high"]))
+
+
+def one_line_each(curve: pd.DataFrame) -> pd.DataFrame:
+    """Systems whose curves are the same at every budget drawn once, labelled ``A = B``: a line hidden under an
+    identical one would read as a system missing."""
+    lines: dict[tuple, list[str]] = {}
+    for system, rows in curve.groupby("system", sort=False):
+        shape = tuple(rows.sort_values("budget")[["budget", "mean", "ci_low", "ci_high"]].itertuples(index=False))
+        lines.setdefault(shape, []).append(str(system))
+    names = {members[0]: " = ".join(members) for members in lines.values()}
+    kept = curve[curve["system"].isin(names)]
+    return kept.assign(system=kept["system"].map(names))
 
 
 def budget_curve_png(curve: pd.DataFrame, measure: str, confidence: float, dpi: int) -> bytes:

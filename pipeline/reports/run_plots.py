@@ -14,12 +14,14 @@ import numpy as np
 
 from pipeline.analysis.diagnosis import CAUSES, CLASSES, LABELS
 from pipeline.reports.canvas import AUTO_STEPS, Canvas, count_labels, nice_ticks
-from pipeline.reports.colours import BUCKET_COLOURS, CAUSE_COLOURS
+from pipeline.reports.colours import BUCKET_COLOURS, CAUSE_COLOURS, NOT_RETRIEVED_COLOUR
 
 BAR_COLOUR = BUCKET_COLOURS[1]
 MEAN_COLOUR = BUCKET_COLOURS[3]
-# The causes (one per failing question) in oranges, then late rank and duplicates (which may accompany a cause) in blues
-FAILURE_COLOURS = (*CAUSE_COLOURS[: len(CAUSES)], *BUCKET_COLOURS[: len(CLASSES) - len(CAUSES)][::-1])
+# "Returned nothing" in the grey of "not retrieved", the other causes (one per failing question) in oranges, then late
+# rank and duplicates (which may accompany a cause) in blues
+FAILURE_COLOURS = (NOT_RETRIEVED_COLOUR, *CAUSE_COLOURS[: len(CAUSES) - 1],
+                   *BUCKET_COLOURS[: len(CLASSES) - len(CAUSES)][::-1])
 HISTOGRAM_INCHES = (6.5, 4.0)
 FAILURES_INCHES = (7.0, 4.2)
 # Margins (inches) around the axes: room for a two-line title, the axis labels and seven-digit counts.

@@ -35,6 +35,7 @@ from pipeline.reports.tables import grid_table, letters, means_table, pairs_tabl
 from pipeline.reports.text import (
     NEEDED_FOR,
     RANK_LEGEND,
+    SIGNIFICANT_MARK,
     judged_warning,
     power_text,
     rank_label,
@@ -348,19 +349,21 @@ def retriever_settings(params: Mapping[str, str], skip: Sequence[str] = (),
 
 
 def against_top_html(summary: SweepSummary) -> str:
-    """Each other system minus the top one on every shown metric, with its interval; * = excludes zero."""
+    """Each other system minus the top one on every shown metric, with its interval; * = significant, by the pair
+    matrix's rule."""
     level = f"{summary.confidence:.0%}"
     frame = summary.differences.reset_index()
     cells = {}
     for _, row in frame.iterrows():
-        mark = " *" if row.ci_low > 0 or row.ci_high < 0 else ""
+        mark = " *" if row.significant else ""
         cells.setdefault(summary.label(row.system), {})[row.metric] = (
             f"{row.difference:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}]{mark}")
     table = pd.DataFrame.from_dict(cells, orient="index").rename_axis("system")
     tied = [group_label(g) for g in summary.groups if g[0] in summary.tied]
     note = (f"System minus {summary.label(summary.best)}, mean over the questions with its paired {level} bootstrap "
-            f"interval; * = the interval excludes zero. Tied with the top on {summary.primary.name} (interval contains "
-            f"zero): {', '.join(tied) if tied else 'none'}.")
+            f"interval; {SIGNIFICANT_MARK.format(level=level, alpha=f'{summary.alpha:.2g}')}. Tied with the top on "
+            f"{summary.primary.name} (the interval contains zero): {', '.join(tied) if tied else 'none'}. A difference "
+            f"whose interval excludes zero without a star is neither tied nor significant after Holm's adjustment.")
     return table_html(table) + paragraph(note, "note")
 
 

@@ -267,19 +267,23 @@ def differences_table(summary: SweepSummary) -> str:
     level = f"{summary.confidence:.0%}"
     rows = [("system", "metric", "difference", f"{level} interval", "")]
     for (system, metric), row in summary.differences.iterrows():
-        mark = "*" if row.ci_low > 0 or row.ci_high < 0 else ""
+        mark = "*" if row.significant else ""
         if metric == summary.primary.name and system in summary.tied:
             mark = "tied"
         rows.append((summary.label(str(system)), str(metric), f"{row.difference:+.3f}",
                      f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]", mark))
     top = summary.label(summary.best)
     head = (f"Paired differences against the top system, {top} (by {summary.primary.name}): system minus it, "
-            f"bootstrap over questions; * = the interval excludes zero; tied = it contains zero on "
-            f"{summary.primary.name}")
+            f"bootstrap over questions; {SIGNIFICANT_MARK.format(level=level, alpha=f'{summary.alpha:.2g}')}; "
+            f"tied = the interval contains zero on {summary.primary.name}")
     return head + "\n" + format_table(rows, align="llrll")
 
 
 NEEDED_FOR = (0.01, 0.02, 0.05)  # differences whose question counts the reports give
+# What a star means, wherever a difference carries one (the terminal, and every table of the HTML report): the rule of
+# the pair matrix and the letters (pipeline.analysis.summary.significant_against_top)
+SIGNIFICANT_MARK = ("* = significant: the {level} interval excludes zero and the Holm-adjusted p (over every pair on "
+                    "that metric) is below {alpha}, as in the pair matrix")
 
 
 def power_text(summary: SweepSummary) -> str:

@@ -27,7 +27,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.errors import HydraException
 from hydra.experimental.callback import Callback
@@ -38,14 +38,15 @@ from metrics.errors import InputError
 from pipeline.common import collector, interrupts, progress
 from pipeline.common.names import PROG
 from pipeline.common.redact import one_line, redact_text
-from pipeline.job.context import SweepHandle
-from pipeline.sweep.ahead import jobs_settled, prepare_ahead, reachable_store
-from pipeline.sweep.end import StoreStopped, abandon, close_parent, gate_status
-from pipeline.sweep.jobs import LeanLaunch, SweepJobs
-from pipeline.sweep.pace import say_how_long, start_beside
-from pipeline.sweep.parent import open_sweep, parent_name
-from pipeline.sweep.tuning import check_tuning, is_tuning
-from pipeline.tracking.runs import Tracker
+
+if TYPE_CHECKING:
+    from pipeline.job.context import SweepHandle
+    from pipeline.sweep.jobs import LeanLaunch
+    from pipeline.tracking.runs import Tracker
+
+# Hydra makes this callback for a single run too (``hydra.callbacks``), where none of its sweep hooks is called: the
+# sweep's modules are imported by the hooks that use them, so that a run does not load them (the sweep's end alone
+# drew in matplotlib: half a second of a help-desk run).
 
 
 def hook(method: Callable[..., None]) -> Callable[..., None]:
@@ -79,6 +80,12 @@ class MlflowSweep(Callback):
 
     @hook
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from pipeline.sweep.ahead import prepare_ahead, reachable_store
+        from pipeline.sweep.jobs import SweepJobs
+        from pipeline.sweep.pace import start_beside
+        from pipeline.sweep.parent import open_sweep, parent_name
+        from pipeline.sweep.tuning import check_tuning, is_tuning
+
         progress.configure(bool(config.get("quiet", False)))  # the driver's own bars (reading runs back)
         launch_dir = Path(config.hydra.runtime.cwd)
         self.sweep_dir = (launch_dir / str(config.hydra.sweep.dir)).resolve()
@@ -112,11 +119,16 @@ class MlflowSweep(Callback):
         if self.importer is not None and self.importer.ident is None:
             self.importer.start()
         if self.jobs_here > 1:
+            from pipeline.sweep.pace import say_how_long
+
             say_how_long(self.jobs_here, time.perf_counter() - self.first_started)
             self.jobs_here = 0  # said once
 
     @hook
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from pipeline.sweep.ahead import jobs_settled
+        from pipeline.sweep.end import StoreStopped, close_parent, gate_status
+
         started = self.parent is not None and self.handle is not None
         known = jobs_settled(self.sweep_dir if started else None)
         if self.lean is not None:
@@ -144,6 +156,8 @@ class MlflowSweep(Callback):
     def _abandoned(self) -> None:
         """At exit, a sweep that never reached its end: its parent and any child left RUNNING are closed FAILED."""
         if self.parent is not None and self.handle is not None:
+            from pipeline.sweep.end import abandon
+
             abandon(self.parent, self.handle.experiment_id)
 
 

@@ -4,6 +4,10 @@ It uses the distribution's own binaries (initdb, pg_ctl), listens on 127.0.0.1 o
 requires a password that is generated once and kept in a 0600 file next to the cluster. PostgreSQL refuses to
 run as root, so when started by root the cluster belongs to the `postgres` system user the Debian package
 creates, and every command runs through `runuser`.
+
+``pg_ctl start`` detaches the server from the command, so a guard (:func:`pipeline.team.processes.watch_over`) runs
+``pg_ctl stop`` if the command is killed while the cluster runs; the server carries the command's mark in its
+environment, by which a later command knows a cluster left running by one that is gone.
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ import secrets
 import shutil
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from pipeline.common.names import SERVER_OWNER_ENV
+from pipeline.team.processes import Leftover, group_members, is_alive, mark_of, owner_mark, release, watch_over
 
 DEBIAN_BIN_GLOB = "/usr/lib/postgresql/*/bin"
 SUPERUSER = "rankscope"
@@ -99,9 +106,10 @@ class _Runner:
         prefix = ["runuser", "-u", SYSTEM_USER, "--"] if self.as_root else []
         return [*prefix, str(binary), *args]
 
-    def run(self, name: str, *args: str, stdin: str | None = None, check: bool = True):
+    def run(self, name: str, *args: str, stdin: str | None = None, check: bool = True,
+            env: dict[str, str] | None = None):
         result = subprocess.run(
-            self.command(name, *args), input=stdin, capture_output=True, text=True, cwd="/",
+            self.command(name, *args), input=stdin, capture_output=True, text=True, cwd="/", env=env,
             start_new_session=True,  # a Ctrl-C meant for us must not reach the postmaster first
         )
         if check and result.returncode != 0:
@@ -164,12 +172,47 @@ def _running(runner: _Runner, data: Path) -> bool:
     return runner.run("pg_ctl", "status", "-D", str(data), check=False).returncode == 0
 
 
+def _stop_arguments(data: Path) -> tuple[str, ...]:
+    return ("stop", "-D", str(data), "-m", "fast", "-w", "-t", "60")
+
+
+def _postmaster(data: Path) -> int | None:
+    """The running server's pid, from the first line of its postmaster.pid."""
+    try:
+        return int((data / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _already_running(runner: _Runner, data: Path, end_leftover: Callable[[Leftover], bool] | None) -> None:
+    """A cluster that runs already: left by a rankscope command that is gone (ended if ``end_leftover`` agrees), or
+    in use (one line: what to do)."""
+    pid = _postmaster(data)
+    mark = mark_of(pid) if pid is not None else None
+    if pid is not None and mark is not None and not is_alive(mark):
+        leftover = Leftover(what="a PostgreSQL server", where=str(data), owner=mark,
+                            processes=len(group_members(pid)) or 1,  # pg_ctl made it a group's leader (setsid)
+                            end=lambda: runner.run("pg_ctl", *_stop_arguments(data), check=False))
+        if end_leftover is not None and end_leftover(leftover):
+            leftover.end()
+            if not _running(runner, data):
+                return
+        raise PostgresError(f"{leftover.describe()}: end it with --end-stale, or `pg_ctl stop -D {data}`")
+    if mark is not None:
+        raise PostgresError(f"a PostgreSQL server already runs on {data} for a rankscope command that still runs "
+                            f"(pid {mark.partition(':')[0]}): stop that command first")
+    raise PostgresError(f"a PostgreSQL server already runs on {data}: stop it with `pg_ctl stop -D {data}`")
+
+
 @contextmanager
-def local_postgres(root: Path | str, port: int | None = None, attempts: int = 3) -> Iterator[LocalPostgres]:
-    """Create (first time) and start a cluster under `root`, yield it, and always stop it on the way out.
+def local_postgres(root: Path | str, port: int | None = None, attempts: int = 3,
+                   end_leftover: Callable[[Leftover], bool] | None = None) -> Iterator[LocalPostgres]:
+    """Create (first time) and start a cluster under `root`, yield it, and always stop it on the way out, even if
+    this process is killed (a guard stops it then).
 
     The data folder is root/data; the server's log is root/data/server.log. With no `port` a free one is chosen,
-    and another is tried if it was taken in between.
+    and another is tried if it was taken in between. A cluster left running by a rankscope command that is gone is
+    stopped first if `end_leftover` agrees.
     """
     runner = _Runner()
     root = Path(root).resolve()
@@ -186,14 +229,16 @@ def local_postgres(root: Path | str, port: int | None = None, attempts: int = 3)
             data.rmdir()
         password = _initialise(runner, root)
     if _running(runner, data):
-        raise PostgresError(f"a PostgreSQL server already runs on {data}: stop it with `pg_ctl stop -D {data}`")
+        _already_running(runner, data, end_leftover)
 
+    guard = watch_over(runner.command("pg_ctl", *_stop_arguments(data)))  # first: a kill while it starts stops it too
+    marked = {**os.environ, SERVER_OWNER_ENV: owner_mark()}
     try:
         for attempt in range(attempts):
             chosen = port or free_port()
             started = runner.run(
                 "pg_ctl", "start", "-D", str(data), "-w", "-t", "60", "-l", str(data / "server.log"),
-                "-o", f"-p {chosen}", check=False,
+                "-o", f"-p {chosen}", check=False, env=marked,
             )
             if started.returncode == 0:
                 break
@@ -206,4 +251,5 @@ def local_postgres(root: Path | str, port: int | None = None, attempts: int = 3)
         yield cluster
     finally:
         if _running(runner, data):
-            runner.run("pg_ctl", "stop", "-D", str(data), "-m", "fast", "-w", "-t", "60", check=False)
+            runner.run("pg_ctl", *_stop_arguments(data), check=False)
+        release(guard)

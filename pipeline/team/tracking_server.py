@@ -4,15 +4,19 @@
 interface when exposed; MLflow's Host-header and CORS checks then admit only this machine's own names), waits until
 it answers /health, and always stops it afterwards. :func:`team_server` adds a private PostgreSQL. Passwords never
 appear in what they print: every line, MLflow's own included, is redacted (``pipeline.common.redact``).
+
+The server runs under a guard (:mod:`pipeline.team.processes`): if the process that started it is killed (SIGKILL,
+the OOM killer), the guard ends every process of the server. A port held by a server of ours whose command is gone
+anyway is told apart from another program's, and ended when the caller agrees (``end_leftover``).
 """
 
 from __future__ import annotations
 
 import collections
 import fcntl
+import io
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -22,22 +26,25 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeAlias
 
 from metrics.errors import InputError
 from pipeline.common.names import LOOPBACK, SERVED_ARTIFACT_ROOT
 from pipeline.common.redact import redact_log_records, redact_text
 from pipeline.team.postgres import free_port, local_postgres
+from pipeline.team.processes import Holder, Leftover, guarded, leftover_on_port, stop_group
 from pipeline.tracking.store import create_database_schema
 
 SIOCGIFADDR = 0x8915  # Linux: an interface's IPv4 address
 TEAM_HINT = "pip install 'rankscope[team]'"
 EVERY_INTERFACE = "0.0.0.0"
 DATABASE_SCHEMES = ("postgresql", "mysql", "mssql", "sqlite")
+ANOTHER_PORT = "give another port (--port N, or --port 0 for any free one)"
+EndLeftover: TypeAlias = "Callable[[Leftover], bool]"  # asked whether to end a leftover server of ours: True ends it
 
 
 class ServerError(RuntimeError):
@@ -129,8 +136,8 @@ class ServerSettings:
         return env
 
 
-def check_port_free(host: str, port: int) -> None:
-    """A port another program holds is one line, before anything starts."""
+def port_free(host: str, port: int) -> bool:
+    """Whether the server could bind ``host:port`` now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         # as the server binds (uvicorn sets SO_REUSEADDR): a listener blocks it, the closed connections of a server
         # just stopped on that port (TIME_WAIT) do not
@@ -138,8 +145,35 @@ def check_port_free(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except OSError:
-            raise ServerError(f"port {port} on {host} is already in use: stop what holds it, or give another "
-                              f"port (--port N, or --port 0 for any free one)") from None
+            return False
+        return True
+
+
+def check_port_free(host: str, port: int, end_leftover: EndLeftover | None = None) -> None:
+    """A port another program holds is one line, before anything starts. A server of ours left running by a command
+    that is gone (its guard killed too, or an older version's) is said to be one, and ended if ``end_leftover``
+    agrees; a server of a command that still runs is named too."""
+    if port_free(host, port):
+        return
+    found = leftover_on_port(host, port, "an MLflow server")
+    if isinstance(found, Leftover):
+        if end_leftover is not None and end_leftover(found):
+            found.end()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and not port_free(host, port):
+                time.sleep(0.2)
+            if port_free(host, port):
+                return
+            raise ServerError(f"port {port} on {host} is still in use after its leftover server was ended: "
+                              f"{ANOTHER_PORT}")
+        how = "--end-stale" if end_leftover is not None else f"`kill -- -{found.group}` (its process group)"
+        raise ServerError(f"{found.describe()}: end it with {how}, or {ANOTHER_PORT}")
+    if found is None and port_free(host, port):  # a leftover that its guard has just ended
+        return
+    if isinstance(found, Holder) and found.ours and found.owner_alive:
+        raise ServerError(f"port {port} on {host} is in use by the tracking server of a rankscope command that still "
+                          f"runs (pid {found.owner.partition(':')[0]}): stop that command first, or {ANOTHER_PORT}")
+    raise ServerError(f"port {port} on {host} is already in use: stop what holds it, or {ANOTHER_PORT}")
 
 
 def _check_reachable(backend_store_uri: str) -> None:
@@ -208,29 +242,19 @@ def _healthy(uri: str) -> bool:
 
 
 def _stop(process: subprocess.Popen, grace: float = 20.0) -> None:
-    """SIGTERM the server's process group (uvicorn and its workers), SIGKILL whatever is left after `grace`."""
-    if process.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """SIGTERM the server's process group (its guard, uvicorn and its workers, MLflow's job runner), SIGKILL whatever
+    is left after `grace`."""
+    stop_group(process, grace)
 
 
 def _start(settings: ServerSettings, port: int, log: TextIO | None, timeout: float) -> TrackingServer:
-    process = subprocess.Popen(
-        settings.command(port), env=settings.environment(), stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
-        start_new_session=True,  # our Ctrl-C / SIGTERM handler decides when and in which order things stop
-    )
+    # in a session of its own (our Ctrl-C / SIGTERM handler decides when and in which order things stop), under a
+    # guard that ends it if this process is killed
+    process = guarded(settings.command(port), env=settings.environment(), stdout=subprocess.PIPE,
+                      stderr=subprocess.STDOUT)
     server = TrackingServer(settings=settings, port=port, process=process)
-    forwarder = threading.Thread(target=_forward, args=(process.stdout, log, server.output), daemon=True)
+    lines = io.TextIOWrapper(process.stdout, encoding="utf-8", errors="replace")
+    forwarder = threading.Thread(target=_forward, args=(lines, log, server.output), daemon=True)
     forwarder.start()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -246,12 +270,14 @@ def _start(settings: ServerSettings, port: int, log: TextIO | None, timeout: flo
 
 @contextmanager
 def tracking_server(
-    settings: ServerSettings, log: TextIO | None = None, timeout: float = 120.0, attempts: int = 3
+    settings: ServerSettings, log: TextIO | None = None, timeout: float = 120.0, attempts: int = 3,
+    end_leftover: EndLeftover | None = None,
 ) -> Iterator[TrackingServer]:
     """Create the schema, start `mlflow server`, wait for /health, yield it, and always stop it afterwards.
 
     `log` receives the server's output, redacted. With no fixed port another free one is tried if the chosen one
-    was taken between choosing and binding.
+    was taken between choosing and binding. A fixed port held by a leftover server of ours is freed if
+    `end_leftover` says so (:func:`check_port_free`).
     """
     settings = replace(settings, backend_store_uri=with_driver(settings.backend_store_uri))
     check_backend_uri(settings.backend_store_uri)
@@ -259,7 +285,7 @@ def tracking_server(
     if "://" not in settings.artifacts_destination:
         Path(settings.artifacts_destination).mkdir(parents=True, exist_ok=True)
     if settings.port is not None:
-        check_port_free(settings.host, settings.port)
+        check_port_free(settings.host, settings.port, end_leftover)
     server = None
     try:
         for attempt in range(attempts):

@@ -8,12 +8,19 @@
 - **The ranking** is the outputs of one span: the ``RETRIEVER`` span, or the span named ``span``. A trace with
   several (a multi-hop application) gives the ranking of the first to start (the retrieval made with the user's
   question), or of the last with ``several: last``; such traces are counted.
-- **A document's id** is the first of ``doc_id`` that it has: ``id`` is ``Document.id``, any other name a key of its
-  ``metadata`` (``doc_uri`` by default: MLflow's own convention). A document without one is dropped, and counted.
+- **A document's id** is the first of ``doc_id`` that it has (:func:`document_id`): ``id`` is ``Document.id``, any
+  other name a key of its ``metadata`` (``doc_uri`` by default: MLflow's own convention). A document without one is
+  dropped, and counted. Judgments read from assessments name documents by the same rule
+  (:mod:`pipeline.traces.sampling`).
 - **Its score** is ``metadata[score]`` when ``score`` is named, else ``1 / rank``: the span's order.
+- **Where it points inside its document** (a chunk): ``metadata.start_index`` (LangChain's ``add_start_index``) or
+  ``metadata.start``, and ``metadata.end_index`` or ``metadata.end`` (else the start plus the length of its
+  ``page_content``); without offsets, its ``page_content`` is looked for in the document's text when the ranking is
+  read (:mod:`pipeline.traces.retriever`). Two chunks of one document are two entries of a ranking.
 
-What cannot be read (a failed trace, no question, no such span, outputs that are not documents, a score that is not a
-number) is a :class:`Problem`: the trace is not used, and counted by kind.
+What cannot be read (a failed trace, no question, no such span, a span that raised, outputs that are not documents, a
+score that is not a number) is a :class:`Problem`: the trace is not used, and counted by kind. A span that returned
+``[]`` is a ranking, empty: the job says so.
 """
 
 from __future__ import annotations
@@ -40,11 +47,12 @@ _UNITS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 
 # what a trace that gives no ranking is counted as (a job logs each count as system/notes_traces_<kind>)
 FAILED, NO_QUESTION, NO_SPAN = "failed", "no_question", "no_span"
-NOT_DOCUMENTS, BAD_SCORE = "not_documents", "bad_score"
+RAISED, NOT_DOCUMENTS, BAD_SCORE = "span_raised", "not_documents", "bad_score"
 PROBLEMS = {
     FAILED: "did not finish OK",
     NO_QUESTION: "have no question where it was looked for",
     NO_SPAN: "have no span to rank with",
+    RAISED: "have a span that raised, which the application caught",
     NOT_DOCUMENTS: "have a span whose outputs are not documents",
     BAD_SCORE: "have a document whose score is not a number",
 }
@@ -115,9 +123,13 @@ class Answer:
     span_id: str
     tags: dict[str, str]
     spans: int = 1  # how many spans could have given the ranking
+    listed: int = 0  # how many documents the span returned (0: it returned [])
     unnamed: int = 0  # documents dropped for want of an id
     repeated: int = 0  # documents listed again (the first place kept)
     positions: list[int] = field(default_factory=list)  # each kept document's place in the span's outputs
+    key: str = ""  # question_key(question), when questions are matched by text
+    offsets: list[tuple[int | None, int | None]] = field(default_factory=list)  # each kept document's chunk offsets
+    contents: list[str | None] = field(default_factory=list)  # ... and its page_content (to find a chunk without them)
 
 
 @dataclass(frozen=True)
@@ -201,41 +213,96 @@ def read_call(call: TracedCall, reading: Reading) -> Answer | Problem:
     if not spans:
         return problem(NO_SPAN, ", ".join(call.span_names))
     span = spans[0] if reading.several == "first" else spans[-1]
-    return _ranking(call, span, question, question_id, reading, len(spans), problem)
+    found = _ranking(call, span, question, question_id, reading, len(spans), problem)
+    if isinstance(found, Answer) and question_id is None:
+        found.key = question_key(question)
+    return found
+
+
+def is_document(value: Any) -> bool:
+    """Whether a span's output item is a document: a dict as ``Document.to_dict()`` gives it."""
+    return isinstance(value, dict) and ("page_content" in value or "metadata" in value or "id" in value)
+
+
+def metadata_of(document: dict[str, Any]) -> dict[str, Any]:
+    found = document.get("metadata")
+    return found if isinstance(found, dict) else {}
+
+
+def document_id(document: dict[str, Any], places: Sequence[str],
+                metadata: dict[str, Any] | None = None) -> str | None:
+    """A document's id: the first of ``places`` it has (``id``: ``Document.id``; any other name a key of its
+    metadata), as text; None when it has none. The one reading of a retrieved document, for rankings and judgments
+    alike: where a document points inside its source (a chunk's offsets) is to be read here too."""
+    if metadata is None:
+        metadata = metadata_of(document)
+    for where in places:
+        value = document.get("id") if where == DOCUMENT_ID else metadata.get(where)
+        if value is not None and value != "":
+            return value if isinstance(value, str) else str(value)
+    return None
+
+
+START_KEYS, END_KEYS = ("start_index", "start"), ("end_index", "end")  # where a chunk's offsets are read
+
+
+def chunk_offsets(document: dict[str, Any], metadata: dict[str, Any]) -> tuple[int | None, int | None]:
+    """Where a retrieved chunk lies in its document: ``(start, end)`` from its metadata, ``end`` the start plus the
+    length of its ``page_content`` when only the start is given; ``(None, None)`` when it says nothing of it."""
+
+    def whole(keys: tuple[str, ...]) -> int | None:
+        for key in keys:
+            value = metadata.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+        return None
+
+    start, end = whole(START_KEYS), whole(END_KEYS)
+    content = document.get("page_content")
+    if start is not None and end is None and isinstance(content, str):
+        end = start + len(content)
+    return (start, end) if start is not None and end is not None else (None, None)
 
 
 def _ranking(call: TracedCall, span: SpanRecord, question: str, question_id: str | None, reading: Reading,
              found: int, problem) -> Answer | Problem:
+    if span.error is not None:
+        error = " ".join(span.error.split()) or "an exception"
+        return problem(RAISED, f"span {span.name!r} raised {error if len(error) <= 120 else error[:120] + '...'}")
     outputs = decoded(span.outputs)
-    if not isinstance(outputs, list) or not all(isinstance(d, dict) and ("page_content" in d or "metadata" in d
-                                                                         or "id" in d) for d in outputs):
+    if not isinstance(outputs, list) or not all(map(is_document, outputs)):
         return problem(NOT_DOCUMENTS, f"span {span.name!r} returned {_preview(outputs)}")
-    answer = Answer(call.trace_id, call.time_ms, question, question_id, [], [], span.span_id, call.tags, found)
-    seen: set[str] = set()
+    answer = Answer(call.trace_id, call.time_ms, question, question_id, [], [], span.span_id, call.tags, found,
+                    len(outputs))
+    seen: set[tuple[str, int | None, int | None, str | None]] = set()
+    places, key = reading.doc_id, reading.score
+    docs, scores, positions = answer.docs, answer.scores, answer.positions
     for position, document in enumerate(outputs):
-        metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
-        ident = None
-        for where in reading.doc_id:
-            value = document.get("id") if where == DOCUMENT_ID else metadata.get(where)
-            if value is not None and str(value) != "":
-                ident = str(value)
-                break
+        metadata = metadata_of(document)
+        ident = document_id(document, places, metadata)
         if ident is None:
             answer.unnamed += 1
             continue
-        if ident in seen:
+        offsets = chunk_offsets(document, metadata)
+        content = document.get("page_content") if isinstance(document.get("page_content"), str) else None
+        identity = (ident, *offsets, None if offsets[0] is not None else content)  # a chunk of it, or it whole
+        if identity in seen:
             answer.repeated += 1
             continue
-        seen.add(ident)
-        if reading.score:
-            score = metadata.get(reading.score)
+        seen.add(identity)
+        answer.offsets.append(offsets)
+        answer.contents.append(content)
+        if key:
+            score = metadata.get(key)
             if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
-                return problem(BAD_SCORE, f"document {ident!r}: metadata.{reading.score} = {_preview(score)}")
+                return problem(BAD_SCORE, f"document {ident!r}: metadata.{key} = {_preview(score)}")
         else:
             score = 1.0 / (position + 1)
-        answer.docs.append(ident)
-        answer.scores.append(float(score))
-        answer.positions.append(position)
+        docs.append(ident)
+        scores.append(float(score))
+        positions.append(position)
     return answer
 
 

@@ -15,13 +15,19 @@ stratum is its first trace's.
 
 **Judgments** (:func:`judgments`) are read from the assessments on a question's traces (its exact duplicates only:
 a near duplicate may be another question). Accepted: a Feedback or Expectation whose name is in ``names``
-(:data:`JUDGMENT_NAMES` by default), on the retriever span or the trace, naming its document in ``metadata``
-(``doc_uri``, ``doc_id`` or ``document_id``) or by its place in the span's outputs (``chunk_index``, as MLflow's
-``RetrievalRelevance`` scorer writes it); its value a bool (relevant or not), an integer grade (a float that is one
-too), or ``yes``/``no`` (MLflow's judges). An Expectation ``expected_retrieved_context`` (MLflow's and Databricks'
-evaluation schema: a list of ``{"doc_uri": ...}`` or of ids) makes each document it lists relevant (grade 1). The
-latest judgment of a document for a question wins; overridden assessments, errors and other values are counted and
-left out.
+(:data:`JUDGMENT_NAMES` by default), on the retriever span or the trace, naming its document in ``metadata`` (under a
+key of ``doc_id`` other than ``id``, then ``doc_uri``, ``doc_id`` or ``document_id``) or by its place in the span's
+outputs (``chunk_index``, as MLflow's ``RetrievalRelevance`` scorer writes it); its value a bool (relevant or not), an
+integer grade (a float that is one too), or ``yes``/``no`` (MLflow's judges). An Expectation
+``expected_retrieved_context`` (MLflow's and Databricks' evaluation schema: a list of ``{"doc_uri": ...}`` or of ids)
+makes each document it lists relevant (grade 1). The latest judgment of a document for a question wins; overridden
+assessments, errors and other values are counted and left out.
+
+**A judged document's id** is read as ``retriever=traces`` reads it (:func:`pipeline.traces.calls.document_id`, the
+same ``doc_id`` setting and order): a document the trace's span listed is named by whatever the assessment used (its
+place, its ``doc_uri``, its ``Document.id``) and judged under the id the ranking holds. So an application that keeps
+MLflow's convention (``Document.id`` the corpus id, ``metadata.doc_uri`` the source's URL), judged by ``doc_uri`` as
+MLflow's judges do, gives judgments on the corpus's ids. A name no listed document carries is taken as the id.
 """
 
 from __future__ import annotations
@@ -38,7 +44,17 @@ import scipy.sparse as sp
 
 from metrics.errors import InputError
 from pipeline.common.privacy import mask
-from pipeline.traces.calls import Problem, Reading, decoded, question_key, question_of
+from pipeline.traces.calls import (
+    DOCUMENT_ID,
+    Problem,
+    Reading,
+    decoded,
+    document_id,
+    is_document,
+    metadata_of,
+    question_key,
+    question_of,
+)
 from pipeline.tracking.traces import RETRIEVER, AssessmentRecord, TracedCall
 
 NEAR = 0.8
@@ -54,8 +70,9 @@ BLOCK = 256  # questions compared at a time in the near-duplicate test (a block 
 
 @dataclass
 class Asked:
-    """One trace's question: its masked text and key, its stratum, and what its retriever spans listed (span id ->
-    document ids in order, for judgments that name a document by its place)."""
+    """One trace's question: its masked text and key, its stratum, what its retriever spans listed (span id ->
+    document ids in order, for judgments that name a document by its place), and the other names of those documents
+    (span id -> name -> document id: a ``doc_uri``, a ``Document.id``, for judgments that name a document so)."""
 
     trace_id: str
     time_ms: int
@@ -64,6 +81,7 @@ class Asked:
     stratum: str
     listed: dict[str, list[str]] = field(default_factory=dict)
     assessments: list[AssessmentRecord] = field(default_factory=list)
+    names: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -108,29 +126,37 @@ def gather(calls: Iterable[TracedCall], reading: Reading, stratify: str | None =
         text, counts = mask(" ".join(found.split()))
         masked.update(counts)
         stratum = call.tags.get(stratify, NO_STRATUM) if stratify else NO_STRATUM
-        listed = {span.span_id: document_ids(decoded(span.outputs), reading.doc_id) for span in call.spans
-                  if span.kind == RETRIEVER or span.name == reading.span}
+        listed, names = {}, {}
+        for span in call.spans:
+            if span.kind == RETRIEVER or span.name == reading.span:
+                listed[span.span_id], names[span.span_id] = documents_listed(decoded(span.outputs), reading.doc_id)
         asked.append(Asked(call.trace_id, call.time_ms, text, question_key(text), stratum, listed,
-                           list(call.assessments)))
+                           list(call.assessments), names))
     return Gathered(asked, problems, masked)
 
 
-def document_ids(outputs: Any, places: Sequence[str]) -> list[str]:
-    """The ids of a span's documents in order ('' where one has none), by the rule of ``Reading.doc_id``."""
+def documents_listed(outputs: Any, places: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """The ids of a span's documents in order ('' where one has none), as :func:`pipeline.traces.calls.document_id`
+    reads them (``places``: ``Reading.doc_id``); and every name those documents carry (``Document.id``, the metadata
+    under ``places`` and :data:`DOCUMENT_KEYS`) -> the id, an id itself winning over another document's other name."""
     if not isinstance(outputs, list):
-        return []
-    found = []
+        return [], {}
+    ids, names = [], {}
+    keys = list(dict.fromkeys([*places, *DOCUMENT_KEYS]))
     for document in outputs:
-        ident = ""
-        if isinstance(document, dict):
-            metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
-            for where in places:
-                value = document.get("id") if where == "id" else metadata.get(where)
-                if value is not None and str(value) != "":
-                    ident = str(value)
-                    break
-        found.append(ident)
-    return found
+        if not is_document(document):
+            ids.append("")
+            continue
+        metadata = metadata_of(document)
+        ident = document_id(document, places, metadata) or ""
+        ids.append(ident)
+        if ident:
+            for key in keys:
+                value = document.get("id") if key == DOCUMENT_ID else metadata.get(key)
+                if isinstance(value, str | int) and not isinstance(value, bool) and value != "":
+                    names.setdefault(str(value), ident)
+    names.update((ident, ident) for ident in ids if ident)
+    return ids, names
 
 
 def question_id(key: str) -> str:
@@ -303,9 +329,11 @@ def grade_of(value: Any) -> int | None:
 
 
 def judgments(questions: Sequence[Question], names: Sequence[str] = JUDGMENT_NAMES,
-              sources: Sequence[str] | None = None) -> Judged:
-    """The judgments the questions' traces carry (see the module's docstring)."""
+              sources: Sequence[str] | None = None, places: Sequence[str] = Reading.doc_id) -> Judged:
+    """The judgments the questions' traces carry (see the module's docstring); ``places``: where a document's id is
+    (``Reading.doc_id``, as the traces were gathered with)."""
     wanted = set(names)
+    keys = list(dict.fromkeys([*(p for p in places if p != DOCUMENT_ID), *DOCUMENT_KEYS]))
     allowed = {s.upper() for s in sources} if sources else None
     found = Judged()
     for question in questions:
@@ -322,14 +350,26 @@ def judgments(questions: Sequence[Question], names: Sequence[str] = JUDGMENT_NAM
                 if a.failed:
                     found.left_out["an error, not a value"] += 1
                     continue
-                for doc, grade in _graded(a, asked, found):
+                for doc, grade in _graded(a, asked, found, places, keys):
                     key = (question.id, doc)
                     if key not in found.grades or found.grades[key][1] <= a.time_ms:
                         found.grades[key] = (grade, a.time_ms, a.source_type, asked.trace_id)
     return found
 
 
-def _graded(a: AssessmentRecord, asked: Asked, found: Judged) -> list[tuple[str, int]]:
+def _graded(a: AssessmentRecord, asked: Asked, found: Judged, places: Sequence[str],
+            keys: Sequence[str]) -> list[tuple[str, int]]:
+    """The (document id, grade) pairs one assessment gives."""
+    spans = [a.span_id] if a.span_id in asked.listed else list(asked.listed)  # on the trace: any of its spans
+
+    def named(value: Any) -> str:
+        """A document as the assessment names it -> its id as the ranking holds it (see the module's docstring)."""
+        text = str(value)
+        for span in spans:
+            if text in asked.names.get(span, {}):
+                return asked.names[span][text]
+        return text
+
     if a.name == CONTEXT_NAME and a.kind == "expectation":
         listed = a.value if isinstance(a.value, list) else None
         if listed is None:
@@ -337,18 +377,18 @@ def _graded(a: AssessmentRecord, asked: Asked, found: Judged) -> list[tuple[str,
             return []
         docs = []
         for item in listed:
-            doc = next((item.get(k) for k in ("doc_uri", "id", *DOCUMENT_KEYS) if isinstance(item, dict)
-                        and item.get(k)), None) if isinstance(item, dict) else item
+            doc = (next((item.get(k) for k in dict.fromkeys([*places, *DOCUMENT_KEYS]) if item.get(k) not in
+                         (None, "")), None) if isinstance(item, dict) else item)
             if doc is None or str(doc) == "":
                 found.left_out["no document named"] += 1
                 continue
-            docs.append((str(doc), 1))
+            docs.append((named(doc), 1))
         return docs
     grade = grade_of(a.value)
     if grade is None:
         found.left_out[f"value not a grade ({type(a.value).__name__})"] += 1
         return []
-    doc = next((a.metadata[k] for k in DOCUMENT_KEYS if a.metadata.get(k)), None)
+    doc = next((named(a.metadata[k]) for k in keys if a.metadata.get(k)), None)
     if doc is None and a.metadata.get("chunk_index", "").strip().lstrip("-").isdigit():
         listed = asked.listed.get(a.span_id or "") or (next(iter(asked.listed.values())) if len(asked.listed) == 1
                                                         else [])
@@ -358,4 +398,4 @@ def _graded(a: AssessmentRecord, asked: Asked, found: Judged) -> list[tuple[str,
     if doc is None:
         found.left_out["no document named"] += 1
         return []
-    return [(str(doc), grade)]
+    return [(doc, grade)]

@@ -104,7 +104,7 @@ def from_traces(settings: Settings, folder: Path, now_ms: int, record: bool = Tr
                          f"its path in the root span's inputs)")
     everything, exact, near = distinct(gathered.asked, settings.near)
     chosen = sample(everything, settings.size, settings.sampling, settings.allocation, settings.seed)
-    judged = judgments(chosen, settings.names, settings.sources or None)
+    judged = judgments(chosen, settings.names, settings.sources or None, settings.doc_id)
     folder.mkdir(parents=True, exist_ok=True)
     files = [_write_questions(folder, chosen), _write_traces(folder, chosen)]
     if judged.grades:
@@ -273,7 +273,8 @@ def refresh_judgments(folder: Path, uri: str | None, names: Sequence[str] | None
     """Read the judgments on the set's traces again (a labeling session has added some) into judgments.csv."""
     described, questions = _asked_again(folder, uri)
     judged = judgments(questions, names or described.get("judgment_names") or JUDGMENT_NAMES,
-                       sources or described.get("judgment_sources") or None)
+                       sources or described.get("judgment_sources") or None,
+                       tuple(described.get("doc_id") or Reading.doc_id))
     lines = [_judged_line(judged, len(_traces_of(folder)))]
     if judged.grades:
         lines.append(f"wrote {_write_judgments(folder, judged)}")

@@ -8,7 +8,8 @@ experiment on its traces overview, where no run is in sight, so only the link ca
 
 The address is the one that really serves the store: a tracking server's own URI; for a local store, the address
 ``python -m pipeline.ui`` serves it on, which that command writes beside the database (``mlflow.db.ui``) while it
-runs; else the address it serves on by default, printed with the command that starts it.
+runs; else the address it serves on by default (port ``$RANKSCOPE_UI_PORT``, which ``make ui UI_PORT=N`` sets, else
+5000: :func:`ui_port`), printed with the command that starts it there.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from metrics.errors import InputError
 from pipeline.common import commands
-from pipeline.common.names import LOOPBACK, UI_ADDRESS_SUFFIX
+from pipeline.common.names import LOOPBACK, UI_ADDRESS_SUFFIX, UI_PORT_ENV
 from pipeline.common.redact import redact_text
 
-UI_PORT = 5000  # python -m pipeline.ui's default port (and make ui's)
+UI_PORT = 5000  # python -m pipeline.ui's default port (and make ui's) when $RANKSCOPE_UI_PORT is not set
 RUNS_MODE = {"workflowType": "machine_learning"}  # the UI's "Model training" mode: runs, not traces
 SQLITE = "sqlite:///"
 
@@ -82,11 +84,32 @@ def served_at(uri: str) -> str | None:
     return url
 
 
+def ui_port() -> int:
+    """The port ``python -m pipeline.ui`` serves on unless given ``--port``, and that links name before it runs:
+    ``$RANKSCOPE_UI_PORT`` (``make ui UI_PORT=N`` and ``make run UI_PORT=N`` set it), else 5000. A value that is no
+    port number is an :class:`InputError`."""
+    given = os.environ.get(UI_PORT_ENV, "").strip()
+    if not given:
+        return UI_PORT
+    if not given.isdigit() or not 1 <= int(given) <= 65535:
+        raise InputError(f"{UI_PORT_ENV}={given!r} is not a port number (1-65535)")
+    return int(given)
+
+
+def _link_port() -> int:
+    """:func:`ui_port` for a link: a link printed after a command's work never fails it (pipeline.ui says what is
+    wrong with the variable when it is started)."""
+    try:
+        return ui_port()
+    except InputError:
+        return UI_PORT
+
+
 def ui_base(uri: str) -> str:
     """The UI's address for the store ``uri``: the server itself, the running ``pipeline.ui``, or its default."""
     if is_server(uri):
         return uri.rstrip("/")
-    return served_at(uri) or f"http://{LOOPBACK}:{UI_PORT}"
+    return served_at(uri) or f"http://{LOOPBACK}:{_link_port()}"
 
 
 def _query(extra: dict[str, str] | None = None) -> str:
@@ -109,8 +132,11 @@ def run_url(uri: str, experiment_id: str, run_id: str) -> str:
 
 
 def ui_command(uri: str) -> str:
-    """The command that serves the local store ``uri``'s UI at :func:`ui_base`'s default address."""
-    return commands.line(commands.module("pipeline.ui", "--backend-store-uri", uri))
+    """The command that serves the local store ``uri``'s UI at :func:`ui_base`'s default address (its port given,
+    when not 5000: the shell it is typed in may not have ``$RANKSCOPE_UI_PORT``)."""
+    port = _link_port()
+    return commands.line(commands.module("pipeline.ui", "--backend-store-uri", uri,
+                                         *(["--port", str(port)] if port != UI_PORT else [])))
 
 
 def run_location(uri: str, experiment_id: str, run_id: str, indent: str = "  ") -> str:

@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterator, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any
 
 from metrics.errors import InputError
 from pipeline.common.redact import redact_text
-from pipeline.tracking.client import MlflowClient, MlflowException
+from pipeline.tracking import background
+from pipeline.tracking.client import MlflowClient, MlflowException, tracing_client
 from pipeline.tracking.store import creation_lock, sqlite_path, store_error
 
 RETRIEVER = "RETRIEVER"  # MLflow's span type of a retrieval step (mlflow.entities.SpanType.RETRIEVER)
@@ -30,6 +33,7 @@ IDS_PER_SEARCH = 100  # trace ids named in one search's filter (a sample is fetc
 # Span attributes as MLflow stores them (mlflow.tracing.constant.SpanAttributeKey), each value JSON-encoded.
 SPAN_TYPE, SPAN_INPUTS, SPAN_OUTPUTS = "mlflow.spanType", "mlflow.spanInputs", "mlflow.spanOutputs"
 TRACE_NAME = "mlflow.traceName"  # the trace tag holding its root span's name (mlflow.tracing.constant.TraceTagKey)
+STATUS_ERROR = "STATUS_CODE_ERROR"  # a span's status code when it raised (OpenTelemetry's, in Span.to_dict())
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,8 @@ def _quoted(value: str, what: str) -> str:
 
 @dataclass
 class SpanRecord:
-    """One span: ids (16 hex digits, as assessments name spans), name, type, start, and its inputs and outputs as
-    the JSON text MLflow stored (None when it has none)."""
+    """One span: ids (16 hex digits, as assessments name spans), name, type, start, its inputs and outputs as the
+    JSON text MLflow stored (None when it has none), and whether it raised."""
 
     span_id: str
     parent_id: str | None
@@ -81,6 +85,7 @@ class SpanRecord:
     start_ns: int
     inputs: str | None = None
     outputs: str | None = None
+    error: str | None = None  # the span ended in error (it raised): its status message, "" when it has none
 
 
 @dataclass
@@ -153,8 +158,8 @@ def open_experiment(uri: str, experiment: str) -> tuple[MlflowClient, str]:
 def trace_times(query: TraceQuery) -> list[tuple[str, int]]:
     """``(trace id, request time in ms)`` of every trace the query matches, oldest first, spans not read."""
     client, experiment_id = open_experiment(query.uri, query.experiment)
-    return [(trace.info.trace_id, int(trace.info.request_time))
-            for trace in _search(client, query, experiment_id, query.filter_string(), include_spans=False)]
+    return [(trace.info.trace_id, int(trace.info.request_time)) for page in
+            _pages(client, query, experiment_id, query.filter_string()) for trace in page]
 
 
 def read_calls(query: TraceQuery, span_name: str | None = None,
@@ -162,62 +167,229 @@ def read_calls(query: TraceQuery, span_name: str | None = None,
     """The traces the query matches (only those of ``trace_ids`` when given), oldest first, as plain records; read
     a page at a time. ``span_name``: a span of that name may hold the ranking whatever its type."""
     client, experiment_id = open_experiment(query.uri, query.experiment)
+    for search in _searches(query, trace_ids):
+        for page in _pages(client, query, experiment_id, search):
+            yield from (_call(trace, span_name) for trace in _with_spans(query.uri, page))
+
+
+SMALL = 1000  # traces the store process reads alone (this process then never opens the traces' store itself)
+SHARES = 32  # windows of request times a larger reading is cut into, shared between this process and the copy
+AHEAD = 2  # windows handed to the copy at a time
+
+
+def read_shared(query: TraceQuery, span_name: str | None, trace_ids: Sequence[str] | None,
+                convert: Callable[[TracedCall, Any], Any], settings: Any, small: int = SMALL,
+                shares: int = SHARES) -> list[Any]:
+    """``convert(call, settings)`` of every trace :func:`read_calls` reads, in its order, the reading shared with the
+    store process (:mod:`pipeline.tracking.background`) where one runs: reading traces is CPU work (SQLAlchemy rows
+    made into MLflow's entities), and that process, which has the store's modules loaded, waits meanwhile.
+
+    Up to ``small`` traces, the copy reads them all: this process never loads the SQL store. More, and the query's
+    window of request times is cut into ``shares`` windows: the copy reads them from the oldest, this process from the
+    newest, until they meet. The copy is handed :data:`AHEAD` at a time, so a busy copy takes fewer, and this process
+    never waits for it: a window handed out that has not come back when the others are read is read here too (the
+    copy's answer, read by the next request, is then dropped). Named traces (``trace_ids``, a sample) are shared a
+    search at a time. ``convert`` is a module-level function (the copy gets it by name); what it returns crosses the
+    pipe, so it should be small: a ranking, not the spans. Without a copy, or once it is gone, this process reads
+    everything itself."""
+    process = background.current()
+    via = sorted(process.uris)[0] if process is not None and process.usable() and process.uris else None
+    planned = None if via is None else _in_copy(process, via, _plan, (query, span_name, trace_ids, convert, settings,
+                                                                      small, shares))
+    if planned is None:
+        return [convert(call, settings) for call in read_calls(query, span_name, trace_ids)]
+    experiment_id, pieces, done = planned
+    if done is not None:
+        return done
+    found: list[list[Any] | None] = [None] * len(pieces)
+    failed: list[BaseException] = []
+    handed: list[int] = []  # the pieces handed to the copy, in order
+    ahead, front, back = [0], 0, len(pieces)
+
+    def answered(place: int) -> Callable[[tuple[Any, ...]], None]:
+        def take(answer: tuple[Any, ...]) -> None:
+            ahead[0] -= 1
+            if answer[0] == "returned" and found[place] is None:
+                found[place] = answer[1]
+            elif answer[0] == "raised":
+                failed.append(answer[1])
+        return take  # gone: the piece is read here
+
+    def hand_over() -> None:
+        nonlocal front
+        while ahead[0] < AHEAD and front < back and process.usable():
+            try:
+                process.run_later(via, _read_piece, (pieces[front], experiment_id, span_name, convert, settings),
+                                  answered(front))
+            except background.Gone:
+                return
+            handed.append(front)
+            front += 1
+            ahead[0] += 1
+
+    hand_over()
+    while not failed:
+        if front < back:
+            back -= 1
+            place = back
+        else:  # all handed out: the last one handed, not back yet, is read here too (the copy, niced, may be slow)
+            waiting = [i for i in handed if found[i] is None]
+            if not waiting:
+                break
+            place = waiting[-1]
+        found[place] = _read_piece(None, pieces[place], experiment_id, span_name, convert, settings)
+        process.settle(waiting=False)
+        hand_over()
+    if failed:
+        raise failed[0]
+    return [item for part in found for item in part or ()]  # answers still owed are read by the next request
+
+
+def _in_copy(process: Any, via: str, function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """``function(client, *args)`` made by the store process, waited for: its value (what it raised, raised here);
+    None when the process is gone."""
+    answers: list[tuple[Any, ...]] = []
+    try:
+        process.run_later(via, function, args, answers.append)
+        process.settle()
+    except background.Gone:
+        return None
+    if not answers or answers[0][0] == "gone":
+        return None
+    if answers[0][0] == "raised":
+        raise answers[0][1]
+    return answers[0][1]
+
+
+def _plan(client: MlflowClient, query: TraceQuery, span_name: str | None, trace_ids: Sequence[str] | None,
+          convert: Callable[[TracedCall, Any], Any], settings: Any, small: int,
+          shares: int) -> tuple[str, list[tuple[TraceQuery, list[str] | None]], list[Any] | None]:
+    """Made by the store process: the experiment's id, and either the pieces to share or, for a small reading, its
+    result (``convert`` of every trace)."""
+    _, experiment_id = open_experiment(query.uri, query.experiment)
+    if trace_ids is not None:
+        pieces = [(query, list(trace_ids[start:start + IDS_PER_SEARCH]))
+                  for start in range(0, len(trace_ids), IDS_PER_SEARCH)]
+        if len(trace_ids) > small:
+            return experiment_id, pieces, None
+        return experiment_id, [], [item for piece in pieces for item in
+                                   _read_piece(None, piece, experiment_id, span_name, convert, settings)]
+    own = _client(query.uri)
+    first = next(_pages(own, query, experiment_id, query.filter_string(), size=small), [])
+    if len(first) < small:
+        return experiment_id, [], [convert(_call(trace, span_name), settings)
+                                    for trace in _with_spans(query.uri, first)]
+    newest = next(_pages(own, query, experiment_id, query.filter_string(), order="DESC", size=1))
+    low, high = int(first[0].info.request_time), int(newest[0].info.request_time) + 1
+    cuts = sorted({low + (high - low) * i // shares for i in range(shares)} | {high})
+    return experiment_id, [(replace(query, since_ms=a, until_ms=b), None) for a, b in pairwise(cuts)], None
+
+
+def _read_piece(client: MlflowClient | None, piece: tuple[TraceQuery, list[str] | None], experiment_id: str,
+                span_name: str | None, convert: Callable[[TracedCall, Any], Any], settings: Any) -> list[Any]:
+    """``convert`` of every trace of one piece of a shared reading (in the copy, or here)."""
+    query, trace_ids = piece
+    own = _client(query.uri)
+    return [convert(_call(trace, span_name), settings) for search in _searches(query, trace_ids)
+            for page in _pages(own, query, experiment_id, search) for trace in _with_spans(query.uri, page)]
+
+
+def _client(uri: str) -> MlflowClient:
+    return MlflowClient(tracking_uri=uri)
+
+
+def _searches(query: TraceQuery, trace_ids: Sequence[str] | None) -> list[str]:
+    """The filter strings that find the query's traces: its own, or one per :data:`IDS_PER_SEARCH` ids named."""
     base = query.filter_string()
     if trace_ids is None:
-        searches = [base]
-    else:
-        searches = []
-        for start in range(0, len(trace_ids), IDS_PER_SEARCH):
-            named = ", ".join(f"'{t}'" for t in trace_ids[start:start + IDS_PER_SEARCH])
-            searches.append(" AND ".join(filter(None, [base, f"trace.request_id IN ({named})"])))
-    for search in searches:
-        for trace in _search(client, query, experiment_id, search, include_spans=True):
-            yield _call(trace, span_name)
+        return [base]
+    searches = []
+    for start in range(0, len(trace_ids), IDS_PER_SEARCH):
+        named = ", ".join(f"'{t}'" for t in trace_ids[start:start + IDS_PER_SEARCH])
+        searches.append(" AND ".join(filter(None, [base, f"trace.request_id IN ({named})"])))
+    return searches
 
 
-def _search(client: MlflowClient, query: TraceQuery, experiment_id: str, filter_string: str,
-            include_spans: bool) -> Iterator[Any]:
+def _pages(client: MlflowClient, query: TraceQuery, experiment_id: str, filter_string: str, order: str = "ASC",
+           size: int = PAGE) -> Iterator[list[Any]]:
+    """The matching traces a page at a time, oldest first (``order="DESC"``: newest first), without their spans."""
     token = None
     while True:
         with _answering(query.uri):
             try:
                 page = client.search_traces(locations=[experiment_id], filter_string=filter_string or None,
-                                            max_results=PAGE, order_by=["timestamp_ms ASC"], page_token=token,
-                                            include_spans=include_spans)
+                                            max_results=size, order_by=[f"timestamp_ms {order}"], page_token=token,
+                                            include_spans=False)
             except MlflowException as exc:
                 if "filter" in str(exc).lower() or "invalid" in str(exc).lower():
                     raise InputError(f"MLflow refused the trace filter {filter_string!r} (retriever.filter, or the "
                                      f"window, name and tags asked for): {str(exc).splitlines()[0][:300]}") from None
                 raise
-        yield from page
+        yield list(page)
         token = page.token
         if not token:
             return
+
+
+def _with_spans(uri: str, page: Sequence[Any]) -> list[Any]:
+    """The page's traces with their spans, in the page's order (a trace whose spans are not all exported yet is left
+    out, as ``search_traces`` leaves it out).
+
+    A database store gives a page's traces in one ``batch_get_traces`` call: ``search_traces`` would read their
+    metadata again ten traces at a time, each batch in a thread of its own (over 10,000 traces, twice the CPU
+    time). Any other store, and traces whose spans live elsewhere (artifacts, an archive), go through MLflow's tracing
+    client, which knows where to find them."""
+    ids = [trace.info.trace_id for trace in page]
+    if not ids:
+        return []
+    tracing = tracing_client(uri)
+    with _answering(uri):
+        found = None
+        sql = sys.modules.get("mlflow.store.tracking.sqlalchemy_store")
+        if sql is not None and isinstance(tracing.store, sql.SqlAlchemyStore):
+            try:
+                found = tracing.store.batch_get_traces(ids)
+            except MlflowException:  # spans kept outside the database
+                found = None
+        if found is None:
+            found = tracing.batch_get_traces(ids)
+    by_id = {trace.info.trace_id: trace for trace in found}
+    return [by_id[i] for i in ids if i in by_id]
 
 
 def _call(trace: Any, span_name: str | None) -> TracedCall:
     info = trace.info
     root, spans, names = None, [], []
     for span in trace.data.spans:
-        record = _span(span.to_dict(), span_name)
-        names.append(f"{record.name} ({record.kind or 'no type'})")
-        if record.parent_id is None:
-            root = record
-        if record.kind == RETRIEVER or (span_name is not None and record.name == span_name):
-            spans.append(record)
+        data = span.to_dict()
+        attributes = data.get("attributes") or {}
+        kind = attributes.get(SPAN_TYPE)
+        kind = kind.strip('"') if isinstance(kind, str) else None
+        name = str(data.get("name") or "")
+        names.append(f"{name} ({kind or 'no type'})")
+        is_root = not data.get("parent_span_id")
+        ranks = kind == RETRIEVER or (span_name is not None and name == span_name)
+        if is_root or ranks:  # only these are read further: the question, and the rankings
+            record = _span(data, attributes, name, kind)
+            if is_root:
+                root = record
+            if ranks:
+                spans.append(record)
     spans.sort(key=lambda s: s.start_ns)
     state = getattr(info.state, "value", info.state)
     return TracedCall(info.trace_id, int(info.request_time), str(state), info.tags.get(TRACE_NAME),
                       dict(info.tags), root, spans, names, [_assessment(a) for a in info.assessments or []])
 
 
-def _span(data: dict[str, Any], span_name: str | None) -> SpanRecord:
-    attributes = data.get("attributes") or {}
-    kind = attributes.get(SPAN_TYPE)
-    kind = kind.strip('"') if isinstance(kind, str) else None
-    return SpanRecord(_hex_id(data.get("span_id")), _hex_id(data.get("parent_span_id")) if data.get("parent_span_id")
-                      else None, str(data.get("name") or ""), kind, int(data.get("start_time_unix_nano") or 0),
-                      attributes.get(SPAN_INPUTS), attributes.get(SPAN_OUTPUTS))
+def _span(data: dict[str, Any], attributes: dict[str, Any], name: str, kind: str | None) -> SpanRecord:
+    status = data.get("status") or {}
+    error = None
+    if isinstance(status, dict) and status.get("code") == STATUS_ERROR:
+        error = str(status.get("message") or "")
+    parent = data.get("parent_span_id")
+    return SpanRecord(_hex_id(data.get("span_id")), _hex_id(parent) if parent else None, name, kind,
+                      int(data.get("start_time_unix_nano") or 0), attributes.get(SPAN_INPUTS),
+                      attributes.get(SPAN_OUTPUTS), error)
 
 
 def _hex_id(value: Any) -> str:

@@ -273,3 +273,45 @@ def test_a_mean_is_summed_as_trec_eval_sums_it_one_query_after_another(capsys, t
     assert out[-1] == "P_20                  \tall\t0.5063"
     exact = math.fsum(n / 20 for n in hits) / 8
     assert f"{exact:.4f}" == "0.5062"  # what the exact sum, which a job logs, prints
+
+
+@pytest.mark.parametrize("which", ["qrels", "run"])
+def test_the_null_device_is_named_for_what_it_is_not_a_missing_file(capsys, files, which):
+    """``python -m metrics -c /dev/null RUN`` said "no such file": it exists, and reads as empty."""
+    qrels, run = files
+    status, out, err = cli(capsys, "-c", *((os.devnull, run) if which == "qrels" else (qrels, os.devnull)))
+    assert status == 2 and out == []
+    assert err == [f"python -m metrics: {os.devnull}: is the null device (it reads as empty), not a file"]
+
+
+def test_a_qrels_file_without_a_judgment_is_said_so(capsys, files, tmp_path):
+    empty = tmp_path / "empty.qrels"
+    empty.write_text("# nothing judged yet\n")
+    status, out, err = cli(capsys, "-c", str(empty), files[1])
+    assert status == 2 and out == [] and err == [f"python -m metrics: {empty}: holds no judgment: nothing to evaluate "
+                                                 f"against"]
+
+
+def test_the_run_file_of_a_run_that_retrieved_nothing_scores_every_judged_query_zero_with_c(capsys, files, tmp_path):
+    """A job whose retriever returned nothing writes one line for a question no qrels hold (metrics.trec): trec_eval
+    reads it (it refuses an empty file), leaves that question out, and with -c scores every judged query 0."""
+    import numpy as np
+
+    from metrics.run import Run
+    from metrics.trec import NO_RESULTS_LINE, write_trec_run
+
+    none = np.array([], dtype=object)
+    nothing = write_trec_run(Run(none, none, np.zeros((0, 0)), np.zeros((0, 0)), "EmptyFor"), tmp_path / "run.trec")
+    assert nothing.read_text() == f"{NO_RESULTS_LINE} EmptyFor\n"
+    status, out, err = cli(capsys, "-c", "-m", "official", "-m", "ndcg_cut.10", files[0], str(nothing))
+    assert status == 0, err
+    values = dict(line.split("\t")[::2] for line in out)
+    assert values.pop("runid                 ") == "EmptyFor"
+    assert values.pop("num_q                 ") == "3" and values.pop("num_rel               ") == "4"  # q1, q2, q4
+    assert set(values.values()) == {"0", "0.0000"} and len(values) > 10
+    assert err == ["note: the run retrieved nothing for any question (its one line, for question rankscope-no-results, "
+                   "is there for trec_eval, which refuses an empty file): every judged question scores 0",
+                   "note: 1 judged query has no relevant judgment at level 1, left out of the means (trec_eval would "
+                   "score them 0): q3"]
+    status, out, err = cli(capsys, files[0], str(nothing))  # without -c, as trec_eval: no query to score
+    assert status == 2 and out == [] and err[0].endswith("; -c scores every judged question 0")

@@ -181,8 +181,9 @@ def reference_run_text(run: Run, tag: str | None = None) -> str:
     """The run file as it was written line by line before the writer was vectorised: the bytes to keep."""
     tag = tag or run.name
     scores = written_scores(run.scores)
-    return "".join(f"{qid} Q0 {run.doc_ids[run.docs[i, j]]} {j + 1} {float(scores[i, j])!r} {tag}\n"
+    text = "".join(f"{qid} Q0 {run.doc_ids[run.docs[i, j]]} {j + 1} {float(scores[i, j])!r} {tag}\n"
                    for i, qid in enumerate(run.query_ids) for j in range(int(run.lengths[i])))
+    return text or f"{trec.NO_RESULTS_LINE} {tag}\n"  # no result at all: one line for a question no qrels hold
 
 
 def odd_runs() -> dict[str, Run]:

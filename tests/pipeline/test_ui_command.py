@@ -131,3 +131,44 @@ def test_a_tracking_server_is_not_a_local_store(tmp_path):
     _, err = process.communicate(timeout=120)
     assert process.returncode == 2
     assert err.strip().count("\n") == 0 and "serves its own UI" in err, err
+
+
+def test_links_printed_before_the_ui_runs_name_the_port_it_then_serves_on(tmp_path):
+    """``make ui UI_PORT=5455`` (or RANKSCOPE_UI_PORT=5455 set once): a run's links, printed before any UI runs, name
+    that port, its "open the UI" command serves there from any shell, and the UI started with the variable alone
+    serves there too."""
+    import shlex
+
+    from pipeline.common.names import UI_PORT_ENV
+    from tests.pipeline.helpers import run_pipeline
+
+    port = free_port()
+    done = run_pipeline(tmp_path, "quiet=true", env={UI_PORT_ENV: str(port)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = dict(line.strip().split(":  ", 1) for line in done.stdout.splitlines() if ":  " in line)
+    base = f"http://127.0.0.1:{port}"
+    assert said["its page"].startswith(f"{base}/#/experiments/1/runs/"), said
+    assert shlex.split(said["open the UI"])[-2:] == ["--port", str(port)], "typed in a shell without the variable"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    process = subprocess.Popen([sys.executable, "-m", "pipeline.ui", "--no-browser"], cwd=tmp_path, text=True,
+                               env={**env, "PYTHONPATH": str(REPO), UI_PORT_ENV: str(port)},
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_until_served(process, base)
+        run_id = said["its page"].split("/runs/")[1].split("?")[0]
+        found = json.loads(get(f"{base}/ajax-api/2.0/mlflow/runs/get?run_id={run_id}"))
+        assert found["run"]["info"]["run_id"] == run_id
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=60)
+    assert f"MLflow UI on {base}" in out
+
+
+def test_a_ui_port_variable_that_is_no_port_is_one_line(tmp_path):
+    from pipeline.common.names import UI_PORT_ENV
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), UI_PORT_ENV: "54x"}
+    done = subprocess.run([sys.executable, "-m", "pipeline.ui"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip() == (
+        "python -m pipeline.ui: RANKSCOPE_UI_PORT='54x' is not a port number (1-65535)")

@@ -29,3 +29,13 @@ def test_documents_unknown_to_the_corpus_are_counted(tmp_path, helpdesk_collecti
     path = tmp_path / "x.run"
     path.write_text("q01 Q0 nosuchdoc 1 1.0 sys\n")
     assert RunFile(path=path).index(helpdesk_collection).unknown_docs == ["nosuchdoc"]
+
+
+def test_the_run_file_of_a_run_that_retrieved_nothing_is_served_as_nothing(tmp_path, helpdesk_collection):
+    """Its one line names a question no corpus holds (metrics.trec.NO_RESULTS_LINE): no question gets a result, and
+    its document is no unknown document."""
+    c = helpdesk_collection
+    empty = BM25().index(c).rank(c.query_ids, ["zzzz"] * len(c.query_ids), 10)  # no question term in any document
+    assert not empty.lengths.any()
+    served = RunFile(path=write_trec_run(empty, tmp_path / "none.run")).index(c)
+    assert served.unknown_docs == [] and not served.rank(c.query_ids, c.query_texts, 10).lengths.any()

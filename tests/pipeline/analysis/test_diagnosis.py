@@ -46,7 +46,7 @@ def test_bm25_fails_exactly_q02_by_vocabulary_gap_and_q10_by_homonymy(tables):
     assert classes_of(table) == {"q02": "vocabulary_gap", "q10": "homonymy"}
     assert table.index[table["missed"]].tolist() == ["q02", "q10"]
     assert failure_metrics(table) == {
-        F + "vocabulary_gap": 1, F + "partial_gap": 0, F + "homonymy": 1, F + "common_terms": 0,
+        F + "no_results": 0, F + "vocabulary_gap": 1, F + "partial_gap": 0, F + "homonymy": 1, F + "common_terms": 0,
         F + "term_weighting": 0, F + "late_rank": 0, F + "duplicates": 0,
     }
 
@@ -497,9 +497,10 @@ def test_a_question_diagnosed_before_with_the_same_ranking_facts_gets_the_same_d
 # --- empty rankings: a user's engine may return nothing, for one question or all ------------------------------
 
 
-def test_rankings_all_empty_are_diagnosed_as_rankings_that_found_nothing(helpdesk_collection):
-    """Every question's ranking empty (a run of width 0): each relevant document is "not retrieved", each missed
-    question gets one cause (argmax of an empty sequence crashed the job here)."""
+def test_a_retriever_that_returns_nothing_for_every_question_is_a_class_of_its_own(helpdesk_collection):
+    """Every question's ranking empty (a run of width 0): each relevant document is "not retrieved", and every missed
+    question is "returned nothing", not a cause read from the words (it said "term weighting 12, vocabulary gap 2":
+    argmax of an empty sequence crashed the job before that)."""
     c = helpdesk_collection
     run = run_of({q: [] for q in c.query_ids})
     assert run.depth == 0
@@ -507,6 +508,14 @@ def test_rankings_all_empty_are_diagnosed_as_rankings_that_found_nothing(helpdes
     assert table["missed"].all() and (table["retrieved"] == 0).all() and (table["rank"] == "not retrieved").all()
     assert all(set(ranks.values()) == {0} for ranks in table["relevant_ranks"])
     assert (table[list(CAUSES)].sum(axis=1) == 1).all()
+    assert failure_counts(table)["no_results"] == len(table) == 14
+    assert table.loc["q03", "diagnosis"] == ("returned nothing (the retriever returned no document for any question; "
+                                             "export2 matches 40% of the question's weight)")
+    assert table.loc["q02", "diagnosis"] == "returned nothing (the retriever returned no document for any question)"
+    text = diagnosis_text(table, "broken")
+    assert text.splitlines()[0] == ("Diagnosis of broken: 14 of 14 questions fail at top 3 (returned nothing 14, "
+                                    "vocabulary gap 0, partial vocabulary gap 0, surface homonymy 0, common terms 0, "
+                                    "term weighting 0, late rank 0, duplicates 0)")
 
 
 def test_an_empty_ranking_reads_as_one_when_the_relevant_documents_hold_question_terms(helpdesk_collection):
@@ -514,11 +523,12 @@ def test_an_empty_ranking_reads_as_one_when_the_relevant_documents_hold_question
     rankings = {q: ["pricing1", "sso1"] for q in c.query_ids} | {"q01": [], "q02": [], "q03": []}
     table = diagnose(c, run_of(rankings), evaluate(run_of(rankings), c.qrels, ["mrr"]))
     row = table.loc["q03"]  # 'I want to take all my notes with me': export2 holds 'all' and 'notes'
-    assert row["diagnosis"] == ("term weighting (an empty ranking, though export2 matches 40% of the question's "
-                                "weight)")
+    assert row["diagnosis"] == ("returned nothing (an empty ranking, though export2 matches 40% of the question's "
+                                "weight)")  # the retriever weighed nothing: not "term weighting"
     assert "  " not in row["diagnosis"] and "yet  ranks" not in row["diagnosis"]
-    assert table.loc["q01", "diagnosis"].startswith("term weighting (an empty ranking, though pricing1 matches")
-    assert "no candidate at all" in table.loc["q02", "diagnosis"]  # no relevant document holds a term: as before
+    assert table.loc["q01", "diagnosis"].startswith("returned nothing (an empty ranking, though pricing1 matches")
+    # no relevant document holds a term, and the retriever ranks other questions: the words explain it, as before
+    assert table.loc["q02", "diagnosis"] == "vocabulary gap (no candidate at all)"
 
 
 def test_the_heading_counts_the_failing_questions_apart_from_those_found_in_time_with_a_class():

@@ -81,11 +81,11 @@ def test_systems_measured_on_different_data_are_not_compared_question_by_questio
     assert "different collections" in sweep_text(summary, "Sweep t")
 
 
-def test_the_report_marks_differences_whose_interval_excludes_zero():
-    text = sweep_text(summarize([A, B], "parent", SHOW, SHOW[1]), "Sweep t")
+def test_the_report_stars_a_difference_against_the_top_when_the_pair_matrix_does():
+    summary = summarize([A, B], "parent", SHOW, SHOW[1])
+    text = sweep_text(summary, "Sweep t")
     lines = {tuple(line.split()[:2]): line for line in text.splitlines() if line.startswith("A ")}
-    row = summarize([A, B], "parent", SHOW, SHOW[1]).differences.loc[("A", "ndcg@5")]
-    assert lines[("A", "ndcg@5")].endswith("*") == bool(row.ci_high < 0 or row.ci_low > 0)
+    assert lines[("A", "ndcg@5")].endswith("*") == bool(summary.pairs.loc[("A", "B", "ndcg@5"), "significant"])
     assert "q06" in text and "--" in text
 
 
@@ -234,3 +234,50 @@ def test_systems_apart_only_in_where_a_ranking_ended_are_not_identical():
     assert identical_groups(systems, ["ndcg@5"]) == expected
     assert identical_groups(systems, ["ndcg@5"], beyond) == expected
     assert summarize(systems, "parent", SHOW, SHOW[1], resamples=200, permutations=200).groups == expected
+
+
+def holm_by_hand(p: list[float]) -> list[float]:
+    """Holm's step-down adjustment, written out: the k-th smallest p times (m - k + 1), kept monotone, capped at 1."""
+    order = sorted(range(len(p)), key=p.__getitem__)
+    adjusted, running = [0.0] * len(p), 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - k) * p[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def test_one_rule_stars_a_difference_in_every_section_of_the_report(spec_systems):
+    """RRF - LSA on the help-desk nDCG@5, -0.058 [-0.120, -0.010]: the interval excludes zero, but the randomisation
+    test's p, Holm-adjusted over the six pairs, is not below 0.05. The report starred it against the top (interval
+    alone) and not in the pair matrix (interval and Holm): now no section stars it, and the row is not tied either."""
+    from pipeline.reports.sweep_page import against_top_html
+    from pipeline.reports.tables import pairs_table
+
+    summary = summarize(spec_systems, "parent", SPEC_SHOW, SPEC_SHOW[3])
+    lsa = summary.differences.loc[("LSA", "ndcg@5")]
+    assert (round(lsa.difference, 3), round(lsa.ci_low, 3), round(lsa.ci_high, 3)) == (-0.058, -0.120, -0.010)
+    for (system, metric), row in summary.differences.iterrows():
+        pair = summary.pairs.loc[(system, "RRF", metric)]  # RRF is listed last: every pair is (system, RRF)
+        assert row.significant == pair.significant == (
+            (pair.ci_low > 0 or pair.ci_high < 0) and pair.p_holm < summary.alpha)
+    assert not lsa.significant and "LSA" not in summary.tied
+    text = next(line for line in sweep_text(summary, "SPEC").splitlines() if line.startswith("LSA       ndcg@5"))
+    assert text.endswith("[-0.120, -0.010]"), "neither starred nor tied"
+    assert "-0.058 [-0.120, -0.010] *" not in against_top_html(summary)
+    matrix = pairs_table(summary)
+    lsa_row = next(row for row in matrix.rows if row[1].text == "LSA")
+    assert [c.marks for c in lsa_row[2:]] == ["", "", "", ""]
+
+
+def test_above_the_paired_limit_holm_runs_over_the_comparisons_against_the_top(spec_systems, monkeypatch):
+    """More than MAX_PAIRED distinct systems: only the comparisons with the top are made, and Holm's adjustment runs
+    over those, metric by metric."""
+    from pipeline.analysis import summary as summary_module
+
+    monkeypatch.setattr(summary_module, "MAX_PAIRED", 2)
+    summary = summarize(spec_systems, "parent", SPEC_SHOW, SPEC_SHOW[3])
+    assert summary.pairs.empty
+    for metric, rows in summary.differences.groupby(level="metric"):
+        adjusted = holm_by_hand(list(rows.p_value))
+        expected = [bool((r.ci_low > 0 or r.ci_high < 0) and q < 0.05) for r, q in zip(rows.itertuples(), adjusted)]
+        assert list(rows.significant) == expected, metric

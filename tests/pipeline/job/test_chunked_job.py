@@ -177,3 +177,17 @@ def test_on_scifact_chunks_larger_than_any_abstract_give_exactly_the_figures_of_
     pd.testing.assert_frame_equal(figures(chunked), figures(whole))
     ours, theirs = read_trec_run(chunked / RUN_FILE), read_trec_run(whole / RUN_FILE)
     assert all(ours.ranking(q) == theirs.ranking(q) for q in theirs.query_ids)
+
+
+def test_a_budget_metric_can_be_the_primary_metric_and_what_the_gate_decides_on(launch_dir):
+    """Not among the shown columns, the primary metric joins them (the summary's verdict reads it); the gate compares
+    the candidate with the baseline at the budget."""
+    gated = ("corpus=helpdesk_pages", "chunker=recursive", "metrics.budgets=[64]", "metrics.primary=recall@64tok",
+             "gate=default", "gate.metrics=[recall@64tok,span_recall@64tok]", "metrics.bootstrap.resamples=200",
+             "gate.resamples=200", "gate.permutations=200", "quiet=true")
+    first = run_pipeline(launch_dir, "chunker.size=32", *gated)
+    assert first.returncode == 0 and "is now the baseline" in first.stdout, first.stderr[-2000:]
+    second = run_pipeline(launch_dir, "chunker.size=16", *gated)
+    assert "Traceback" not in second.stderr, second.stderr[-2000:]
+    verdict = [line for line in second.stdout.splitlines() if line.startswith("rankscope gate:")]
+    assert verdict and "recall@64tok" in second.stdout and "span_recall@64tok" in second.stdout, second.stdout[-3000:]

@@ -76,9 +76,9 @@ def test_the_bm25_run_counts_one_vocabulary_gap_and_one_homonymy(four_systems):
     _, _, children = runs(four_systems[0])
     m = children["BM25"].data.metrics
     assert {k: m[k] for k in m if k.startswith(FAILURES)} == {
-        FAILURES + "vocabulary_gap": 1, FAILURES + "partial_gap": 0, FAILURES + "homonymy": 1,
-        FAILURES + "common_terms": 0, FAILURES + "term_weighting": 0, FAILURES + "late_rank": 0,
-        FAILURES + "duplicates": 0}
+        FAILURES + "no_results": 0, FAILURES + "vocabulary_gap": 1, FAILURES + "partial_gap": 0,
+        FAILURES + "homonymy": 1, FAILURES + "common_terms": 0, FAILURES + "term_weighting": 0,
+        FAILURES + "late_rank": 0, FAILURES + "duplicates": 0}
     assert children["LSA"].data.metrics[FAILURES + "late_rank"] == 1  # LSA finds q10's backup2 at rank 13
 
 

@@ -45,8 +45,10 @@ def test_an_engine_that_finds_nothing_for_any_question_gives_zeros_and_a_finishe
     assert metrics[NOTE] == 14 and metrics["system/questions_no_results"] == 14
     note = (out / NOTES_FILE).read_text(encoding="utf-8")
     assert "14 question(s) got no result and score 0 (14 with an empty answer): q01, q02" in note
-    assert (out / "run.trec").read_text() == ""  # nothing retrieved, nothing written
-    assert "empty ranking" in (out / "diagnosis.txt").read_text(encoding="utf-8")
+    # nothing retrieved: one line for a question no qrels hold (an empty file, trec_eval and python -m metrics refuse)
+    assert (out / "run.trec").read_text() == "rankscope-no-results Q0 none 1 0 custom\n"
+    diagnosis = (out / "diagnosis.txt").read_text(encoding="utf-8")
+    assert "empty ranking" in diagnosis and "(returned nothing 14, vocabulary gap 0," in diagnosis
 
 
 def test_one_question_with_nothing_found_scores_zero_and_is_named(folder):

@@ -1,9 +1,10 @@
 """Every figure a job logs comes back from its own run.trec: ``python -m metrics -c -q`` on that file prints the
 job's per-question values and means, and trec_eval's own ordering rule and code (pytrec_eval) agree.
 
-For every retriever kind, on the help-desk corpus, on a corpus built so that scores tie everywhere, and (slow) on
-SciFact. A job orders ties by id ascending (docs/helpdesk-reference.md); trec_eval orders them by docno descending: the
-run file a job writes encodes the job's order (``metrics.trec``), so both read it back as the job scored it.
+For every retriever kind (and an engine that returns nothing), on the help-desk corpus, on a corpus built so that
+scores tie everywhere, and (slow) on SciFact. A job orders ties by id ascending (docs/helpdesk-reference.md);
+trec_eval orders them by docno descending: the run file a job writes encodes the job's order (``metrics.trec``), so
+both read it back as the job scored it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ KINDS = {
     "custom": ["retriever=custom", f"retriever._target_={ENGINE}"],  # scores are word counts: ties everywhere
     "http": [],
 }
+# an engine that returns nothing for any question: its run.trec holds one line for a question no qrels hold (trec_eval
+# and python -m metrics refuse an empty file), and -c gives back the job's zeros
+NOTHING = {"nothing": ["retriever=custom", "retriever._target_=tests.pipeline.config.engines.EmptyFor"]}
 
 
 def needs(kind: str) -> None:
@@ -151,7 +155,7 @@ def corpus(name: str, place: Path) -> tuple[list[str], Path]:
 def run_job(place: Path, kind: str, name: str) -> Job:
     needs(kind)
     overrides, qrels = corpus(name, place)
-    retriever = list(KINDS[kind])
+    retriever = list({**KINDS, **NOTHING}[kind])
     if kind == "run_file":
         retriever.append(f"retriever.path={tied_run_file(place, overrides)}")
     run_id = log_run(place, *overrides, *retriever, f"metrics.measures={MEASURES}", f"metrics.k={CUTOFFS}",
@@ -286,6 +290,11 @@ def check(place: Path, kind: str, corpus: str, capsys) -> float:
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_helpdesk_job_figures_come_back_from_its_run_file(place, kind, capsys):
     assert check(place, kind, "helpdesk", capsys) == 0.0
+
+
+@pytest.mark.parametrize("corpus", ["helpdesk", "ties"])
+def test_the_zeros_of_a_job_whose_retriever_returned_nothing_come_back_from_its_run_file(place, corpus, capsys):
+    assert check(place, "nothing", corpus, capsys) == 0.0
 
 
 @pytest.mark.parametrize("kind", ["bm25", "custom"])

@@ -5,6 +5,7 @@ Everything listens on 127.0.0.1 and is stopped by the fixtures even when a test 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -431,3 +432,239 @@ def test_an_exposed_server_answers_requests_that_use_the_machines_address(tmp_pa
         url = f"http://{addresses[0]}:{server.port}/api/2.0/mlflow/experiments/search"
         status, _ = _get(url, {"Content-Type": "application/json"}, json.dumps({"max_results": 1}).encode())
     assert status == 200
+
+
+# -- the command's processes, killed for real -------------------------------------------------------------------------
+
+needs_proc = pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="needs Linux's /proc")
+
+
+def serve(tmp_path: Path, *args: str, name: str = "server") -> tuple[subprocess.Popen, Path]:
+    """``python -m pipeline.server ARGS`` in a session of its own, as from a terminal (its stderr in a file)."""
+    log = tmp_path / f"{name}.stderr"
+    process = subprocess.Popen([sys.executable, "-m", "pipeline.server", *args], cwd=tmp_path,
+                               env={**os.environ, "PYTHONPATH": str(REPO)}, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=log.open("w"), text=True, start_new_session=True)
+    return process, log
+
+
+def until_ready(process: subprocess.Popen, log: Path, timeout: float = 240) -> str:
+    """What the command printed up to 'Stop with Ctrl-C.' (it must get there within ``timeout`` seconds)."""
+    import select
+
+    said, deadline = "", time.monotonic() + timeout
+    while "Stop with" not in said and time.monotonic() < deadline and process.poll() is None:
+        if select.select([process.stdout], [], [], 1)[0]:  # raw reads: select sees nothing a buffer holds
+            said += os.read(process.stdout.fileno(), 65536).decode(errors="replace")
+    assert "Stop with" in said, f"the server never got ready:\n{said}{log.read_text()[-3000:]}"
+    return said
+
+
+def ended(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@pytest.fixture
+def server_groups():
+    """Process groups of servers a test started: whatever is left of them is killed afterwards."""
+    from pipeline.team.guard import group_members
+
+    groups: list[int] = []
+    yield groups
+    for group in groups:
+        for pid in group_members(group):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def server_group(port: int) -> int:
+    from pipeline.team.processes import listeners
+
+    return os.getpgid(listeners(port)[0])
+
+
+@needs_proc
+def test_a_server_command_killed_with_sigkill_takes_its_mlflow_server_along_and_restarts_at_once(tmp_path,
+                                                                                                   server_groups):
+    """SIGKILL gives the command no chance to clean up: its guard ends MLflow's server (uvicorn, its workers, the job
+    runner and its consumers), and the documented restart, typed at once, waits for that and serves on the port."""
+    from pipeline.team.guard import group_members
+    from pipeline.team.postgres import free_port
+    from pipeline.team.tracking_server import port_free
+
+    port = free_port()
+    args = ("--backend-store-uri", f"sqlite:///{tmp_path / 'm.db'}", "--port", str(port), "--workers", "1",
+            "--artifacts-destination", str(tmp_path / "artifacts"))
+    first, log = serve(tmp_path, *args)
+    try:
+        until_ready(first, log)
+        group = server_group(port)
+        server_groups.append(group)
+        processes = group_members(group)
+        assert len(processes) >= 4, "the guard, MLflow's command, uvicorn and its worker at least"
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        second, log = serve(tmp_path, *args, name="restart")
+        try:
+            said = until_ready(second, log)
+            assert f"MLFLOW_TRACKING_URI=http://127.0.0.1:{port}" in said
+            assert not group_members(group), "a process of the killed command's server is still running"
+            server_groups.append(server_group(port))
+            second.send_signal(signal.SIGKILL)
+            second.wait()
+        finally:
+            ended(second)
+    finally:
+        ended(first)
+    deadline = time.monotonic() + 60
+    while group_members(server_groups[-1]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert port_free("127.0.0.1", port) and not group_members(server_groups[-1]), "killed again: all gone again"
+
+
+def answer_on_a_terminal(command: list[str], cwd: Path, answer: str, until: str, timeout: float = 240) -> str:
+    """Run ``command`` on a pseudo-terminal, answer its question ('[y/N]') with ``answer``; what it printed up to
+    ``until`` (or its end). It runs on if ``until`` came: the caller stops it (its pid is the last line)."""
+    import pty
+    import select
+
+    pid, terminal = pty.fork()
+    if pid == 0:  # the child: the command, its stdin a terminal
+        os.chdir(cwd)
+        os.execve(command[0], command, {**os.environ, "PYTHONPATH": str(REPO)})
+    said, answered, deadline = b"", False, time.monotonic() + timeout
+    while time.monotonic() < deadline and until.encode() not in said:
+        if select.select([terminal], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(terminal, 4096)
+            except OSError:  # the command ended
+                break
+            said += chunk
+        if not answered and b"[y/N]" in said:
+            os.write(terminal, answer.encode() + b"\n")
+            answered = True
+    return said.decode(errors="replace").replace("\r\n", "\n") + f"\n{pid}"
+
+
+@pytest.mark.slow
+@needs_proc
+def test_a_server_left_running_by_a_killed_command_and_guard_is_named_and_ended_when_the_user_agrees(
+        tmp_path, server_groups):
+    """Both the command and its guard killed (nothing can clean up then): the next start finds MLflow's server still on
+    the port, says whose it is and ends it only when told: --end-stale, or yes at the terminal."""
+    from pipeline.team.guard import group_members
+    from pipeline.team.postgres import free_port
+
+    port = free_port()
+    args = ("--backend-store-uri", f"sqlite:///{tmp_path / 'm.db'}", "--port", str(port), "--workers", "1",
+            "--artifacts-destination", str(tmp_path / "artifacts"))
+
+    def leave_one() -> int:
+        command, log = serve(tmp_path, *args, name="left")
+        try:
+            until_ready(command, log)
+            group = server_group(port)
+            server_groups.append(group)
+            os.kill(group, signal.SIGKILL)  # the guard first (the group's leader), then the command
+            command.send_signal(signal.SIGKILL)
+            command.wait()
+        finally:
+            ended(command)
+        time.sleep(2)
+        assert len(group_members(group)) >= 3, "MLflow's server outlived its command and guard"
+        return group
+
+    left = leave_one()
+    refused = subprocess.run([sys.executable, "-m", "pipeline.server", *args], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                             env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=240)
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+    assert "that an earlier rankscope command" in lines[0] and f"left running on port {port} on 127.0.0.1" in lines[0]
+    assert "end it with --end-stale" in lines[0] and group_members(left), "asked nothing, ended nothing"
+
+    said = answer_on_a_terminal([sys.executable, "-m", "pipeline.server", *args], tmp_path, "y", "Stop with")
+    pid = int(said.rsplit("\n", 1)[1])
+    try:
+        assert "End it? [y/N]" in said and "Stop with Ctrl-C." in said, said
+        assert not group_members(left), "the leftover server was ended"
+        server_groups.append(server_group(port))
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+
+    left = leave_one()
+    command, log = serve(tmp_path, *args, "--end-stale", name="end-stale")
+    try:
+        until_ready(command, log)
+        assert "(--end-stale)" in log.read_text() and not group_members(left)
+        server_groups.append(server_group(port))
+        command.send_signal(signal.SIGTERM)
+        assert command.wait(timeout=120) == 0
+    finally:
+        ended(command)
+
+
+@pytest.mark.slow
+@needs_postgres
+@needs_proc
+def test_a_killed_demo_command_stops_its_postgresql_too_and_a_cluster_left_running_is_offered_to_end(
+        demo_dir, tmp_path, server_groups):
+    """--postgres-dir: killed with SIGKILL, the command's watch stops PostgreSQL (pg_ctl detached it from the command);
+    with that watch killed too, the next start names the cluster left running and ends it with --end-stale."""
+    from pipeline.team.guard import group_members
+    from pipeline.team.postgres import free_port
+
+    data = demo_dir / "pg" / "data"
+    args = ("--postgres-dir", str(demo_dir / "pg"), "--port", str(free_port()), "--workers", "1",
+            "--artifacts-destination", str(demo_dir / "artifacts"))
+
+    def killed(watch_too: bool) -> None:
+        command, log = serve(tmp_path, *args)
+        try:
+            until_ready(command, log)
+            if watch_too:
+                for pid in children_of(command.pid):
+                    if b"--then" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        os.kill(pid, signal.SIGKILL)
+            command.send_signal(signal.SIGKILL)
+            command.wait()
+        finally:
+            ended(command)
+
+    killed(watch_too=False)
+    deadline = time.monotonic() + 90
+    while (data / "postmaster.pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not (data / "postmaster.pid").exists(), "PostgreSQL was left running"
+
+    killed(watch_too=True)
+    time.sleep(3)
+    postmaster = int((data / "postmaster.pid").read_text().split()[0])
+    assert group_members(postmaster), "with its watch killed too, PostgreSQL outlived the command"
+    refused = subprocess.run([sys.executable, "-m", "pipeline.server", *args], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                             env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=240)
+    lines = refused.stderr.strip().splitlines()
+    assert refused.returncode == 2 and len(lines) == 1, refused.stderr
+    assert "a PostgreSQL server (" in lines[0] and f"left running on {data}: end it with --end-stale" in lines[0]
+
+    command, log = serve(tmp_path, *args, "--end-stale", name="end-stale")
+    try:
+        until_ready(command, log)
+        assert "(--end-stale)" in log.read_text()
+        command.send_signal(signal.SIGTERM)
+        assert command.wait(timeout=120) == 0
+    finally:
+        ended(command)
+    assert not (data / "postmaster.pid").exists()
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+    return found

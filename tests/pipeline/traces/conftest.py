@@ -29,12 +29,13 @@ def run_app(folder: Path, *args: str, timeout: float = 600) -> None:
 def traced_store(tmp_path_factory, empty_store) -> Path:
     """A store where the application answered the 14 help-desk questions: in ``rag-app`` as v1 (stemmed index) and
     as v2 (no stemming); in ``rag-outside`` the first 10 and one question the corpus does not hold; and in one
-    experiment per bad shape."""
+    experiment per other shape (:mod:`tests.pipeline.traces.rag_app`)."""
     folder = tmp_path_factory.mktemp("traced")
     shutil.copy(empty_store, folder / "mlflow.db")
     run_app(folder, "rag-app:v1", "rag-app:v2:nostem", "rag-outside:v1:first=10:outside",
             "rag-bad-no-span:v1:no_span", "rag-bad-not-documents:v1:not_documents",
-            "rag-bad-unknown-ids:v1:unknown_ids", "rag-bad-failing:v1:failing")
+            "rag-bad-unknown-ids:v1:unknown_ids", "rag-bad-failing:v1:failing", "rag-bad-raising:v1:raising",
+            "rag-bad-empty:v1:empty", "rag-chunk-ids:v1:chunk_ids", "rag-uris:v1:uris")
     return folder
 
 

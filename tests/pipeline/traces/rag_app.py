@@ -10,9 +10,15 @@ application's version (``app_version``). Run as a process, it answers every ques
 
 Each ``EXPERIMENT:VERSION`` answers every question once; ``nostem`` builds the index without stemming (another
 version of the application), ``first=N`` answers only the first N questions, ``outside`` one more that the corpus
-does not hold, and a shape makes the bad traces the checks need: ``no_span`` (no retrieval span),
-``not_documents`` (the retriever returns plain strings), ``unknown_ids`` (documents with ids the corpus does not
-hold), ``failing`` (every fourth call raises). ``--k`` is how many documents it retrieves.
+does not hold, and a shape makes the traces the checks need: ``no_span`` (no retrieval span), ``not_documents`` (the
+retriever returns plain strings), ``unknown_ids`` (every third document with an id the corpus does not hold),
+``failing`` (every fourth call raises), ``raising`` (every fourth retrieval raises, the application catches it and
+answers without documents), ``empty`` (every fifth retrieval returns ``[]``), ``chunk_ids`` (``Document.id`` is a
+chunk's id, ``chunk-12-0``, and ``metadata.doc_uri`` the corpus id), ``uris`` (MLflow's convention:
+``Document.id`` is the corpus id and ``metadata.doc_uri`` the document's URL), ``chunks`` (the application cuts
+each document into paragraphs, :class:`tests.pipeline.chunking.own.Paragraphs`, searches those and returns each as a
+``Document`` with ``metadata.doc_uri`` and LangChain's ``metadata.start_index``), ``chunk_texts`` (the same chunks,
+their offsets left out: only ``page_content`` says where they are). ``--k`` is how many documents it retrieves.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-SHAPES = ("normal", "no_span", "not_documents", "unknown_ids", "failing")
+SHAPES = ("normal", "no_span", "not_documents", "unknown_ids", "failing", "raising", "empty", "chunk_ids", "uris",
+          "chunks", "chunk_texts")
+SITE = "https://help.example.com/articles/"  # the ``uris`` shape's document URLs: SITE + the corpus id
 
 
 class RagApp:
@@ -36,6 +44,7 @@ class RagApp:
         self.engine = TantivySearch(stem=stem)
         self.engine.index(list(doc_ids), list(texts))
         self.texts = dict(zip(doc_ids, texts))
+        self.numbers = {doc: n for n, doc in enumerate(doc_ids)}
         self.version, self.k, self.shape = version, k, shape
         self.calls = 0
 
@@ -45,12 +54,24 @@ class RagApp:
 
         @mlflow.trace(span_type=SpanType.RETRIEVER)
         def retrieve(query: str, k: int) -> list:
+            if self.shape in ("chunks", "chunk_texts"):
+                return self.chunk_hits(query, k, Document)
             hits = self.engine.search([query], k)[0]
             if self.shape == "not_documents":
                 return [doc for doc, _ in hits]
-            prefix = "missing-" if self.shape == "unknown_ids" else ""
-            return [Document(page_content=self.texts[doc], metadata={"doc_uri": prefix + doc, "score": score})
-                    for doc, score in hits]
+            if self.shape == "raising" and self.calls % 4 == 0:
+                raise ConnectionError("the search index did not answer")
+            if self.shape == "empty" and self.calls % 5 == 0:
+                return []
+            if self.shape == "chunk_ids":
+                return [Document(page_content=self.texts[doc], metadata={"doc_uri": doc, "score": score},
+                                 id=f"chunk-{self.numbers[doc]}-0") for doc, score in hits]
+            if self.shape == "uris":
+                return [Document(page_content=self.texts[doc], metadata={"doc_uri": SITE + doc, "score": score},
+                                 id=doc) for doc, score in hits]
+            return [Document(page_content=self.texts[doc], metadata={
+                "doc_uri": ("missing-" if self.shape == "unknown_ids" and rank % 3 == 2 else "") + doc,
+                "score": score}) for rank, (doc, score) in enumerate(hits)]
 
         @mlflow.trace(name="search", span_type=SpanType.TOOL)
         def search_without_retriever_span(query: str, k: int) -> list:
@@ -70,12 +91,35 @@ class RagApp:
             if self.shape == "no_span":
                 context = search_without_retriever_span(question, self.k)
             else:
-                context = retrieve(question, self.k)
+                try:
+                    context = retrieve(question, self.k)
+                except ConnectionError:  # the application answers without documents; its trace finishes OK
+                    context = []
             return generate(question, context)
 
         for question in questions:
             with contextlib.suppress(RuntimeError):  # the trace records the failure; the application goes on
                 answer(question)
+
+
+    def chunk_hits(self, query: str, k: int, document: type) -> list:
+        """The top k paragraphs, as a chunking application returns them (offsets in metadata, or none)."""
+        if not hasattr(self, "chunk_engine"):
+            from tests.pipeline.chunking.own import Paragraphs
+            from tests.pipeline.config.engines import TantivySearch
+
+            self.chunks = {f"{doc}-chunk-{n}": (doc, start, end) for doc, text in self.texts.items()
+                           for n, (start, end, _) in enumerate(Paragraphs().chunk(text))}
+            self.chunk_engine = TantivySearch()
+            self.chunk_engine.index(list(self.chunks), [self.texts[d][s:e] for d, s, e in self.chunks.values()])
+        found = []
+        for ident, score in self.chunk_engine.search([query], k)[0]:
+            doc, start, end = self.chunks[ident]
+            metadata = {"doc_uri": doc, "score": score}
+            if self.shape == "chunks":
+                metadata["start_index"] = start
+            found.append(document(page_content=self.texts[doc][start:end], metadata=metadata, id=ident))
+        return found
 
 
 OUTSIDE = "what is the weather in Lisbon today"  # a question the help-desk corpus does not hold

@@ -13,6 +13,7 @@ from pipeline.traces.calls import (
     NO_QUESTION,
     NO_SPAN,
     NOT_DOCUMENTS,
+    RAISED,
     Answer,
     Problem,
     Reading,
@@ -26,9 +27,10 @@ from pipeline.tracking.traces import SpanRecord, TracedCall
 DAY = 86_400_000
 
 
-def span(name, kind, start, inputs=None, outputs=None, parent="root"):
+def span(name, kind, start, inputs=None, outputs=None, parent="root", error=None):
     return SpanRecord(f"{name}{start}".ljust(16, "0")[:16], parent, name, kind, start,
-                      None if inputs is None else json.dumps(inputs), None if outputs is None else json.dumps(outputs))
+                      None if inputs is None else json.dumps(inputs), None if outputs is None else json.dumps(outputs),
+                      error)
 
 
 def doc(ident=None, uri=None, score=None, **extra):
@@ -91,6 +93,7 @@ def test_several_retriever_spans_give_the_first_to_start_or_the_last_or_the_one_
     (call({"a": "x", "b": "y"}, span("retrieve", "RETRIEVER", 1, outputs=[])), Reading(), NO_QUESTION),
     (call("q", span("retrieve", "RETRIEVER", 1, outputs=[])), Reading(question_id="tag:qid"), NO_QUESTION),
     (call("q", span("llm", "LLM", 1, outputs="answer")), Reading(), NO_SPAN),
+    (call("q", span("retrieve", "RETRIEVER", 1, error="TimeoutError")), Reading(), RAISED),
     (call("q", span("retrieve", "RETRIEVER", 1, outputs=["d1", "d2"])), Reading(), NOT_DOCUMENTS),
     (call("q", span("retrieve", "RETRIEVER", 1, outputs={"documents": []})), Reading(), NOT_DOCUMENTS),
     (call("q", span("retrieve", "RETRIEVER", 1, outputs=[doc(uri="a", score="high")])), Reading(score="score"),
@@ -103,7 +106,17 @@ def test_what_gives_no_ranking_is_a_problem_of_its_kind(record, reading, kind):
 
 def test_an_empty_ranking_is_a_ranking():
     found = read_call(call("q", span("retrieve", "RETRIEVER", 1, outputs=[])), Reading())
-    assert isinstance(found, Answer) and found.docs == []
+    assert isinstance(found, Answer) and found.docs == [] and found.listed == 0
+
+
+def test_a_span_that_raised_in_a_trace_that_finished_ok_says_it_raised():
+    """The application caught the exception: the trace is OK, the span has no outputs and its status is ERROR."""
+    found = read_call(call("q", span("retrieve", "RETRIEVER", 1, error="ConnectionError: the index is down")),
+                      Reading())
+    assert isinstance(found, Problem) and found.kind == RAISED
+    assert found.detail == "span 'retrieve' raised ConnectionError: the index is down"
+    assert read_call(call("q", span("retrieve", "RETRIEVER", 1, error="")), Reading()).detail == \
+        "span 'retrieve' raised an exception"
 
 
 def test_the_question_id_comes_from_the_inputs_or_a_tag():

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from metrics.errors import InputError
-from pipeline.traces.calls import question_key
+from pipeline.traces.calls import Reading, question_key
 from pipeline.traces.sampling import Asked, Question, distinct, grade_of, judgments, sample, shares
 from pipeline.tracking.traces import AssessmentRecord
 
@@ -102,3 +102,48 @@ def test_judgments_come_from_named_assessments_on_documents_named_by_id_or_place
                               "no document named": 1}
     only_code = judgments([Question("qa", "q", one.key, "(none)", [one])], sources=["CODE"])
     assert not only_code.grades and only_code.left_out["other source"] == 10
+
+
+def traced(outputs, *assessments):
+    """A trace asking 'q', whose RETRIEVER span (s1) listed ``outputs``, with ``assessments`` on it."""
+    import json
+
+    from pipeline.tracking.traces import SpanRecord, TracedCall
+
+    root = SpanRecord("r" * 16, None, "answer", "CHAIN", 0, json.dumps({"question": "q"}))
+    span = SpanRecord("s1", "r" * 16, "retrieve", "RETRIEVER", 1, None, json.dumps(outputs))
+    return TracedCall("tr-1", 1, "OK", "answer", {}, root, [span], ["answer (CHAIN)", "retrieve (RETRIEVER)"],
+                      list(assessments))
+
+
+URL = "https://help.example.com/articles/"
+CONVENTION = [{"id": d, "page_content": "...", "metadata": {"doc_uri": URL + d}} for d in ("sso1", "sso2", "export1")]
+
+
+@pytest.mark.parametrize("places, ids", [
+    (("id", "doc_uri"), {"sso1": 2, "sso2": 0, "export1": 1, "refund1": 1}),  # the retriever's default order
+    (("doc_uri",), {URL + "sso1": 2, URL + "sso2": 0, URL + "export1": 1, "refund1": 1}),
+])
+def test_judged_documents_get_the_ids_the_ranking_holds_by_the_same_setting(places, ids):
+    """MLflow's convention: Document.id the corpus id, metadata.doc_uri the source's URL. A judge names the document
+    by its doc_uri, by its place, or lists it as expected context; each judgment lands on the id retriever=traces reads
+    with the same doc_id (the judgments were dropped as unknown documents when doc_uri was taken literally)."""
+    from pipeline.traces.sampling import gather
+
+    call = traced(CONVENTION,
+                  assessment("relevance", 2, doc_uri=URL + "sso1"),  # the docs' judging script: metadata.doc_uri
+                  assessment("retrieval_relevance", "no", chunk_index=1),  # MLflow's judge: the place
+                  assessment("expected_retrieved_context", [{"doc_uri": URL + "export1"}, "refund1"], span=None,
+                             kind="expectation"))  # refund1: not listed, taken as its id
+    (one,) = gather([call], Reading(doc_id=places)).asked
+    found = judgments([Question("qa", "q", one.key, "(none)", [one])], places=places)
+    assert {d: g for (_, d), (g, *_) in found.grades.items()} == ids and not found.left_out
+
+
+def test_an_id_wins_over_another_documents_other_name():
+    """Document B's id is document A's doc_uri: a judgment naming it means B, the document of that id."""
+    from pipeline.traces.sampling import documents_listed
+
+    ids, names = documents_listed([{"id": "a", "metadata": {"doc_uri": "b"}}, {"id": "b", "metadata": {}}],
+                                  ("id", "doc_uri"))
+    assert ids == ["a", "b"] and names == {"a": "a", "b": "b"}

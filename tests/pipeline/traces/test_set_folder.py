@@ -269,3 +269,53 @@ def test_the_command_as_a_user_runs_it(folder):
     assert "4 sampled (uniform, seed 3)" in done.stdout
     assert "recorded as MLflow dataset 'rag-app-questions'" in done.stdout
     assert len((folder / "set" / QUESTIONS_FILE).read_text().splitlines()) == 4
+
+
+def test_the_docs_judging_script_on_an_application_that_keeps_mlflows_convention(folder, capsys):
+    """rag-uris keeps MLflow's Document convention: Document.id is the corpus id, metadata.doc_uri the article's URL.
+    The judging script of docs/traces.md names each judged document by its doc_uri, as MLflow's judges do; the
+    judgments read back are on the corpus's ids (as retriever=traces reads the same documents), and a job on the set
+    keeps every one (they were all dropped as unknown documents, after being reported as read)."""
+    from mlflow.entities import AssessmentSource, SpanType
+
+    from tests.pipeline.traces.rag_app import SITE
+
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    assert questions(["from-traces", str(folder / "set"), "--experiment", "rag-uris", "--tracking-uri", uri,
+                      "--no-record"]) == 0
+    c = helpdesk()
+    ids = dict(zip(c.query_texts, c.query_ids))
+    grades = c.qrels.to_dict()
+    latest = {r["query_id"]: r["trace_id"] for r in sorted(rows(folder / "set" / QUESTION_TRACES_FILE),
+                                                            key=lambda r: r["time"])}
+    judge = AssessmentSource(source_type="HUMAN", source_id="judge@example.com")
+    mlflow.set_tracking_uri(uri)
+    try:  # the script, as the guide gives it
+        for line in (folder / "set" / QUESTIONS_FILE).read_text(encoding="utf-8").splitlines():
+            question = json.loads(line)
+            trace = mlflow.get_trace(latest[question["id"]])
+            (span,) = trace.search_spans(span_type=SpanType.RETRIEVER)
+            for document in span.outputs[:5]:
+                doc = document["metadata"]["doc_uri"]
+                mlflow.log_feedback(trace_id=trace.info.trace_id, name="relevance", source=judge, span_id=span.span_id,
+                                    value=grades[ids[question["text"]]].get(doc.removeprefix(SITE), 0),
+                                    metadata={"doc_uri": doc})
+    finally:
+        mlflow.set_tracking_uri(None)
+    capsys.readouterr()
+    assert questions(["judgments", str(folder / "set"), "--tracking-uri", uri]) == 0
+    said = capsys.readouterr().out
+    read = rows(folder / "set" / JUDGMENTS_FILE)
+    assert said.startswith(f"judgments on the traces: {len(read)} for 14 of 14 question(s) (sources: {len(read)} "
+                           f"HUMAN)") and len(read) > 40
+    assert {r["doc_id"] for r in read} <= set(c.doc_ids)  # the corpus's ids, not the URLs
+    assert any(int(r["grade"]) > 0 for r in read)
+    run = MlflowClient(uri).get_run(log_run(
+        folder, "corpus=files", "corpus.name=rag-uris-questions", f"corpus.documents.path={CHUNKS}",
+        "corpus.documents.id=chunk_id", "corpus.documents.text=[title,body]",
+        f"corpus.questions.path={folder / 'set' / QUESTIONS_FILE}",
+        f"corpus.judgments.path={folder / 'set' / JUDGMENTS_FILE}", "retriever=traces", "retriever.experiment=rag-uris",
+        "depth=10"))
+    assert run.info.status == "FINISHED"
+    assert not any(k.startswith("system/notes_judgments_unknown") for k in run.data.metrics)
+    assert run.data.metrics["system/questions_evaluated"] > 0 and run.data.metrics["ndcg_at_10"] > 0.5

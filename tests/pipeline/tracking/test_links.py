@@ -46,3 +46,15 @@ def test_while_the_ui_serves_the_store_links_use_its_address_and_a_dead_ui_s_fil
     (tmp_path / f"mlflow.db{UI_ADDRESS_SUFFIX}").write_text(json.dumps({"url": "http://127.0.0.1:5099",
                                                                          "pid": os.getpid()}))
     assert ui_base(uri) == "http://127.0.0.1:5099"
+
+
+def test_the_ui_port_setting_moves_the_default_address_and_the_printed_command_together(tmp_path, monkeypatch):
+    from pipeline.common.names import UI_PORT_ENV
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv(UI_PORT_ENV, "5455")
+    lines = run_location(uri, "1", "abc").splitlines()
+    assert lines[1].endswith(f"-m pipeline.ui --backend-store-uri {uri} --port 5455")
+    assert lines[2] == "  its page:  http://127.0.0.1:5455/#/experiments/1/runs/abc?workflowType=machine_learning"
+    monkeypatch.setenv(UI_PORT_ENV, "http://x")  # not a port: the links keep the default (pipeline.ui says why)
+    assert ui_base(uri) == "http://127.0.0.1:5000" and run_location(uri, "1", "abc").splitlines()[1].endswith(uri)
