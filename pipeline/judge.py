@@ -99,9 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     collector.resume()
     try:
-        from pipeline.judge_steps import commands
+        from pipeline.judge_steps import commands, grading
 
-        run = {"pool": commands.pool, "pull": commands.pull, "adjudicate": commands.adjudicate,
+        run = {"pool": commands.pool, "pull": grading.pull, "adjudicate": grading.adjudicate,
                "rescore": commands.rescore}[args.command]
         return run(args, Path.cwd())
     except (InputError, *STORE_ERRORS) as exc:

@@ -1,6 +1,12 @@
 """The loop without Label Studio: the pool as a CSV/TSV sheet a person fills in a spreadsheet (a grade per row), read
 back with one clear line per bad row. Each assessor fills a copy; the ``assessor`` column (or, left blank, the file's
-name) says whose grades they are. Rows left without a grade are not judged yet."""
+name) says whose grades they are. Rows left without a grade are not judged yet.
+
+A span pool's sheet (:func:`write_span_sheet`) has ``start``, ``end`` and ``text`` columns beside ``grade``: a row per
+highlight (copy a pair's row for a second one), its offsets into the document (end exclusive) or the highlighted text
+itself, located in the document when the pull checks it; a grade without either judges the whole document, the
+lowest grade marks it not relevant. ``pooled_chunks`` says where the systems' chunks are (``start:end``), to start
+there. Read back as marks (:func:`read_span_sheets`), each checked by :mod:`pipeline.judging_maths.spans`."""
 
 from __future__ import annotations
 
@@ -13,8 +19,11 @@ import pandas as pd
 from metrics.errors import InputError
 from pipeline.annotation_tools import ANNOTATION_COLUMNS
 from pipeline.judging_maths.scale import Scale
+from pipeline.judging_maths.spans import MARK_COLUMNS
 
 COLUMNS = ["order", "query_id", "doc_id", "grade", "assessor", "question", "document"]
+SPAN_COLUMNS = ["order", "query_id", "doc_id", "grade", "start", "end", "text", "assessor", "pooled_chunks", "question",
+                "document"]
 SUFFIXES = {".csv": ",", ".tsv": "\t"}
 
 
@@ -44,6 +53,91 @@ def write_sheet(path: Path, pairs: pd.DataFrame, questions: dict[str, str], docu
             writer.writerow([i, query, doc, "", "", questions.get(query, ""), documents.get(doc, "")])
     partial.replace(path)  # whole or not at all
     return path
+
+
+def write_span_sheet(path: Path, pairs: pd.DataFrame, questions: dict[str, str], documents: dict[str, str],
+                     scale: Scale, pool: Path, marked: dict[tuple[str, str], list[tuple[int, int]]]) -> Path:
+    """A span pool as a sheet (:data:`SPAN_COLUMNS`), in judging order, each pair's pooled chunks as ``start:end``."""
+    sep = delimiter(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("w", encoding="utf-8", newline="") as handle:
+        handle.write(f"{POOL_LINE}{pool.resolve()}\n# grades: {scale.describe()}\n# a row per highlight: start and "
+                     f"end (characters, end exclusive) or the highlighted text; a grade alone judges the whole "
+                     f"document; {scale.low} marks it not relevant\n")
+        writer = csv.writer(handle, delimiter=sep)
+        writer.writerow(SPAN_COLUMNS)
+        for i, (query, doc) in enumerate(zip(pairs["query_id"], pairs["doc_id"]), 1):
+            chunks = " ".join(f"{s}:{e}" for s, e in marked.get((query, doc), []))
+            writer.writerow([i, query, doc, "", "", "", "", "", chunks, questions.get(query, ""),
+                             documents.get(doc, "")])
+    partial.replace(path)
+    return path
+
+
+def is_span_sheet(path: Path) -> bool:
+    """Whether a sheet's header names ``start`` and ``end`` (a span pool's)."""
+    header = _header(path)
+    return "start" in header and "end" in header
+
+
+def _header(path: Path) -> list[str]:
+    if not path.is_file():
+        raise InputError("no such sheet", path)
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        for record in csv.reader(handle, delimiter=delimiter(path)):
+            if record and not record[0].startswith("#"):
+                return [h.strip() for h in record]
+    return []
+
+
+def read_span_sheets(paths: Sequence[Path], pool: set[tuple[str, str]], scale: Scale) -> pd.DataFrame:
+    """Every graded row of span sheets as marks (``MARK_COLUMNS``, ``where`` naming the file and line); a row that
+    is no pair of the pool, a grade outside the scale or offsets that are not whole numbers stop with one line."""
+    rows = []
+    for path in paths:
+        if not path.is_file():
+            raise InputError("no such sheet", path)
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.reader(handle, delimiter=delimiter(path))
+            header: list[str] | None = None
+            for record in reader:
+                if not record or (record[0].startswith("#") and header is None):
+                    continue
+                if header is None:
+                    header = [h.strip() for h in record]
+                    missing = [c for c in ("query_id", "doc_id", "grade") if c not in header]
+                    if missing:
+                        raise InputError(f"no column {', '.join(missing)}; the columns found: {', '.join(header)}",
+                                         path, reader.line_num)
+                    continue
+                values = dict(zip(header, record))
+                grade = (values.get("grade") or "").strip()
+                if not grade:
+                    continue
+                query, doc = values["query_id"].strip(), values["doc_id"].strip()
+                where = f"{path}:{reader.line_num}"
+                if (query, doc) not in pool:
+                    raise InputError(f"{where}: question {query!r} and document {doc!r} are not a pair of this pool "
+                                     f"(a row added by hand, or a sheet of another pool)")
+                offsets = [_offset(values.get(k), k, where) for k in ("start", "end")]
+                who = (values.get("assessor") or "").strip() or path.stem
+                rows.append((query, doc, who, scale.check(grade, where + ": "), *offsets, values.get("text") or "",
+                             "", where))
+    return pd.DataFrame(rows, columns=MARK_COLUMNS)
+
+
+def _offset(value: str | None, column: str, where: str) -> int | None:
+    text = (value or "").strip()
+    if not text:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        number = float("nan")
+    if not number.is_integer() or number < 0:
+        raise InputError(f"{where}: {column} {text!r} is not a whole number of characters")
+    return int(number)
 
 
 def pool_of(sheet: Path) -> Path:

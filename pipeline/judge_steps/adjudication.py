@@ -15,7 +15,7 @@ from pipeline.annotation_tools.label_studio import ADJUDICATING, EARLIER, LabelS
 from pipeline.annotation_tools.sheet import sheet_texts
 from pipeline.common.jsonfile import write_json
 from pipeline.common.names import POOL_META
-from pipeline.judge_steps.pooling import SavedPool
+from pipeline.judge_steps.saved import SavedPool
 from pipeline.judge_steps.settings import LABEL_STUDIO, JudgeSettings
 from pipeline.judging_maths.agreement import KEY, LOWER, merge, tied_pairs
 
@@ -30,7 +30,7 @@ def round_title(settings: JudgeSettings, saved: SavedPool) -> str:
     return settings.label_studio.adjudication_project or known.get("project") or f"{first} adjudication"
 
 
-def _studio(settings: JudgeSettings, saved: SavedPool, url: str | None) -> LabelStudio:
+def round_studio(settings: JudgeSettings, saved: SavedPool, url: str | None) -> LabelStudio:
     known = saved.meta.get(ROUND) or saved.meta.get("label_studio") or {}
     ls = settings.label_studio
     return LabelStudio(url or known.get("url") or ls.url, ls.token_env, ls.timeout)
@@ -43,7 +43,7 @@ def texts_of(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPool
     found: dict[tuple[str, str], tuple[str, str]] = {}
     if LABEL_STUDIO in sources:
         known = saved.meta.get("label_studio") or {}
-        studio = _studio(settings, saved, args.url)
+        studio = round_studio(settings, saved, args.url)
         project = studio.project(args.project or known.get("project") or saved.meta["name"])
         for task in studio.tasks(project["id"], every=False):
             data = task.get("data") or {}
@@ -64,7 +64,7 @@ def push_round(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPo
     if tied.empty:
         return (f"No pair is left tied by the {settings.rule} rule ({len(annotations)} grade(s) of "
                 f"{annotations[KEY].drop_duplicates().shape[0]} pair(s)): nothing to adjudicate")
-    studio = _studio(settings, saved, args.url)
+    studio = round_studio(settings, saved, args.url)
     title = round_title(settings, saved)
     project, made = studio.ensure_project(title, settings.grades, f"rankscope adjudication of pool "
                                           f"{saved.meta['name']}: {len(tied)} tied pairs", ADJUDICATING)
@@ -95,7 +95,7 @@ def read_round(settings: JudgeSettings, saved: SavedPool, url: str | None = None
     and the scale."""
     if ROUND not in saved.meta:
         return pd.DataFrame(columns=ANNOTATION_COLUMNS)
-    studio = _studio(settings, saved, url)
+    studio = round_studio(settings, saved, url)
     project = studio.project(round_title(settings, saved))
     return studio.annotations(project["id"], settings.grades, saved.keys)
 

@@ -97,6 +97,19 @@ def next_span_version(parent: Qrels, parent_spans: Spans | None, judged: pd.Data
                    together, base)
 
 
+def span_frame(qrels: Qrels, spans: Spans) -> pd.DataFrame:
+    """A span judgment version as one table: a row per span, and one per judged pair without a span (``start`` and
+    ``end`` empty, NaN): what its MLflow dataset describes."""
+    with_spans = set(zip(spans.query_ids.tolist(), spans.doc_ids.tolist()))
+    whole = frame(qrels)
+    whole = whole[[(q, d) not in with_spans for q, d in zip(whole["query_id"], whole["doc_id"])]]
+    rows = pd.DataFrame({"query_id": spans.query_ids.astype(str), "doc_id": spans.doc_ids.astype(str),
+                         "grade": spans.grades, "start": spans.starts.astype(np.float64),
+                         "end": spans.ends.astype(np.float64)})
+    both = pd.concat([rows, whole.assign(start=np.nan, end=np.nan)], ignore_index=True)
+    return both.sort_values([*KEY, "start"], kind="stable").reset_index(drop=True)
+
+
 def beir_span_text(qrels: Qrels, spans: Spans) -> str:
     """A span judgment version as BEIR's qrels TSV with ``start end`` columns (what a job reads back as the same
     judgments: ``corpus=beir``, or own files with ``corpus.judgments.format=qrels``): one line per span, and one
