@@ -101,7 +101,9 @@ def read_span_sheets(paths: Sequence[Path], pool: set[tuple[str, str]], scale: S
         with path.open(encoding="utf-8-sig", newline="") as handle:
             reader = csv.reader(handle, delimiter=delimiter(path))
             header: list[str] | None = None
-            for record in reader:
+            ended = 0  # the line the previous record ended on: a record (its document spans lines) starts after it
+            for row_number, record in enumerate(reader, 1):
+                begun, ended = ended + 1, reader.line_num
                 if not record or (record[0].startswith("#") and header is None):
                     continue
                 if header is None:
@@ -116,7 +118,7 @@ def read_span_sheets(paths: Sequence[Path], pool: set[tuple[str, str]], scale: S
                 if not grade:
                     continue
                 query, doc = values["query_id"].strip(), values["doc_id"].strip()
-                where = f"{path}:{reader.line_num}"
+                where = f"{path}:{_place(begun, row_number)}"
                 if (query, doc) not in pool:
                     raise InputError(f"{where}: question {query!r} and document {doc!r} are not a pair of this pool "
                                      f"(a row added by hand, or a sheet of another pool)")
@@ -138,6 +140,12 @@ def _offset(value: str | None, column: str, where: str) -> int | None:
     if not number.is_integer() or number < 0:
         raise InputError(f"{where}: {column} {text!r} is not a whole number of characters")
     return int(number)
+
+
+def _place(line: int, row: int) -> str:
+    """Where a record is: the line it starts on, and its row as a spreadsheet numbers it when that differs (the
+    documents of the rows above span several lines)."""
+    return str(line) if line == row else f"{line} (row {row})"
 
 
 def pool_of(sheet: Path) -> Path:
@@ -162,7 +170,9 @@ def read_sheets(paths: Sequence[Path], pool: set[tuple[str, str]], scale: Scale)
             lines = (line for line in handle)
             reader = csv.reader(lines, delimiter=sep)
             header: list[str] | None = None
-            for record in reader:
+            ended = 0  # the line the previous record ended on: a record (its document spans lines) starts after it
+            for row_number, record in enumerate(reader, 1):
+                begun, ended = ended + 1, reader.line_num
                 if not record or (record[0].startswith("#") and header is None):
                     continue
                 if header is None:
@@ -177,7 +187,7 @@ def read_sheets(paths: Sequence[Path], pool: set[tuple[str, str]], scale: Scale)
                 if not grade:
                     continue
                 query, doc = values["query_id"].strip(), values["doc_id"].strip()
-                where = f"{path}:{reader.line_num}: "
+                where = f"{path}:{_place(begun, row_number)}: "
                 if (query, doc) not in pool:
                     raise InputError(f"{where}question {query!r} and document {doc!r} are not a pair of this pool "
                                      f"(a row added by hand, or a sheet of another pool)")
