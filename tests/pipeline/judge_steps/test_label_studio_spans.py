@@ -154,3 +154,33 @@ def test_two_assessors_highlight_evidence_in_label_studio_and_pull_checks_offset
         f1_score(ya, yb))
     [dataset] = run.inputs.dataset_inputs
     assert dataset.dataset.digest == version and "start" in dataset.dataset.schema
+
+    # an adjudication round: the pairs whose characters the two leave tied, marked with their highlights
+    rounds = judge(folder, "adjudicate", "--project", PROJECT)
+    assert rounds.returncode == 0, rounds.stderr
+    tied = {p for p in pairs if ann_spans[p] != bob_spans[p]}
+    assert f"{len(tied)} pair(s) whose highlights the majority rule leaves tied, {len(tied)} task(s) pushed" \
+        in rounds.stdout
+    round_tasks = api.tasks(api.project(f"{PROJECT} adjudication")["id"])
+    carol = api.request("POST", "/api/users/", {"email": "carol@example.com", "username": "carol"})["id"]
+    settled = {}
+    for task in round_tasks:
+        pair = (task["data"]["query_id"], task["data"]["doc_id"])
+        text = texts[pair[1]]
+        predicted = api.request("GET", f"/api/tasks/{task['id']}/")["predictions"][0]["result"]
+        shown = evidence(len(text), [(r["value"]["start"], r["value"]["end"], 1) for r in predicted])
+        assert shown.tolist() == (evidence(len(text), ann_spans[pair]) | evidence(len(text), bob_spans[pair])).tolist()
+        assert "graded" in task["data"]["earlier"]
+        settled[pair] = hidden.get(pair, [])
+        api.highlight(task["id"], SCALE, [(s, e, g, text[s:e]) for s, e, g in settled[pair]],
+                      not_relevant=not settled[pair], user_id=carol)
+    assert set(settled) == tied
+    again = judge(folder, "pull", "--project", PROJECT)
+    assert again.returncode == 0, again.stderr
+    assert f"{len(tied)} settled by adjudication" in again.stdout
+    version = re.search(r"span judgment version ([0-9a-f]{16}) logged", again.stdout).group(1)
+    spans = pd.read_csv(folder / "judging" / PROJECT / "versions" / version / "spans.tsv", sep="\t",
+                        dtype={"query_id": str, "doc_id": str})
+    for pair, found in settled.items():
+        mine = spans[(spans["query_id"] == pair[0]) & (spans["doc_id"] == pair[1])]
+        assert sorted(zip(mine["start"], mine["end"], mine["grade"])) == sorted(found)  # the third assessor's
