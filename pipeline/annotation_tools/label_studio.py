@@ -275,6 +275,7 @@ class LabelStudio:
             if (query, doc) not in pool:
                 raise InputError(f"{where}: an annotation for question {query!r} and document {doc!r}, not a pair of "
                                  f"this pool (a task added by hand, or another pool's project): nothing written")
+            seen = str(data.get("doc_digest") or "")  # the text the task showed: its digest when pushed
             for assessor, annotation in annotations.items():
                 when = str(annotation.get("updated_at") or annotation.get("created_at") or "")
                 for region in annotation.get("result") or []:
@@ -283,10 +284,10 @@ class LabelStudio:
                         label = (value.get("labels") or [""])[0]
                         grade = scale.check(str(label).split(":", 1)[0], f"{where}: ")
                         rows.append((query, doc, assessor, grade, value.get("start"), value.get("end"),
-                                     str(value.get("text") or ""), when, where))
+                                     str(value.get("text") or ""), when, where, seen))
                     elif region.get("from_name") == VERDICT and value.get("choices"):
                         grade = scale.check(str(value["choices"][0]).split(":", 1)[0], f"{where}: ")
-                        rows.append((query, doc, assessor, grade, None, None, "", when, where))
+                        rows.append((query, doc, assessor, grade, None, None, "", when, where, seen))
         return pd.DataFrame(rows, columns=MARK_COLUMNS), problems
 
     # -- what a test or an assessor's script does --------------------------------------------------------------------

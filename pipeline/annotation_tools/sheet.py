@@ -125,7 +125,7 @@ def read_span_sheets(paths: Sequence[Path], pool: set[tuple[str, str]], scale: S
                 offsets = [_offset(values.get(k), k, where) for k in ("start", "end")]
                 who = (values.get("assessor") or "").strip() or path.stem
                 rows.append((query, doc, who, scale.check(grade, where + ": "), *offsets, values.get("text") or "",
-                             "", where))
+                             "", where, ""))
     return pd.DataFrame(rows, columns=MARK_COLUMNS)
 
 

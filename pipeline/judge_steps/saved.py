@@ -1,5 +1,5 @@
-"""A pool read back from its folder (``pool.csv``, ``pool.json``, the base version's qrels and spans, a span pool's
-chunks): what ``pull`` and ``adjudicate`` check every grade and highlight against."""
+"""A pool read back from its folder (``pool.csv``, ``pool.json``, the base version's qrels and spans): what ``pull``
+and ``adjudicate`` check every grade and highlight against."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from metrics.errors import InputError
 from metrics.qrels import Qrels
 from metrics.spans import Spans, judgments_digest, read_spans, spans_bytes
 from pipeline.common.jsonfile import read_json
-from pipeline.common.names import POOL_CHUNKS, POOL_FILE, POOL_META, QRELS_TREC, SPANS_FILE
+from pipeline.common.names import POOL_FILE, POOL_META, QRELS_TREC, SPANS_FILE
 from pipeline.judging_maths.versions import trec_text
 
 BASE_FILE = "base_" + QRELS_TREC  # the version the pool was made against, in the pool's folder
@@ -70,17 +70,6 @@ class SavedPool:
         if "doc_digest" not in self.pairs:
             return {}
         return dict(zip(self.pairs["doc_id"], self.pairs["doc_digest"]))
-
-    def marked(self) -> dict[tuple[str, str], list[tuple[int, int]]]:
-        """Each pair's pooled chunks, ``(start, end)`` in order."""
-        path = self.folder / POOL_CHUNKS
-        if not path.is_file():
-            return {}
-        found: dict[tuple[str, str], list[tuple[int, int]]] = {}
-        table = pd.read_csv(path, dtype={"query_id": str, "doc_id": str}, keep_default_na=False)
-        for q, d, s, e in zip(table["query_id"], table["doc_id"], table["start"], table["end"]):
-            found.setdefault((q, d), []).append((int(s), int(e)))
-        return found
 
 
 def load_pool(folder: Path) -> SavedPool:

@@ -46,8 +46,9 @@ def push_span_round(args: argparse.Namespace, settings: JudgeSettings, saved: Sa
     project, made = studio.ensure_project(title, settings.grades, f"rankscope adjudication of span pool "
                                           f"{saved.meta['name']}: {len(tied)} tied pairs", ADJUDICATING_SPANS)
     there = studio.pushed_pairs(project["id"])
-    documents = documents_of(saved, {d for _, d in tied})
-    questions = _questions(saved)
+    collection = pooled_collection(saved.meta)
+    documents = dict(zip(collection.doc_ids, collection.doc_texts))
+    questions = dict(zip(collection.query_ids, collection.query_texts))
     given = by_assessor(checked.highlights, tied)
     graded = {(q, d, w): g for q, d, w, g in checked.assessments[["query_id", "doc_id", "assessor", "grade"]]
               .itertuples(index=False)}
@@ -72,11 +73,6 @@ def push_span_round(args: argparse.Namespace, settings: JudgeSettings, saved: Sa
             f"task(s) pushed, {len(tied) - len(tasks)} already there; each marks the highlights given so far. A third "
             f"assessor highlights them anew at {studio.url}/projects/{project['id']}/data, then: python -m "
             f"pipeline.judge pull --project {first!r}")
-
-
-def _questions(saved: SavedPool) -> dict[str, str]:
-    collection = pooled_collection(saved.meta)
-    return dict(zip(collection.query_ids, collection.query_texts))
 
 
 def read_span_round(settings: JudgeSettings, saved: SavedPool, url: str | None = None

@@ -28,7 +28,7 @@ from itertools import pairwise
 
 import pandas as pd
 
-MARK_COLUMNS = ["query_id", "doc_id", "assessor", "grade", "start", "end", "text", "when", "where"]
+MARK_COLUMNS = ["query_id", "doc_id", "assessor", "grade", "start", "end", "text", "when", "where", "seen"]
 HIGHLIGHT_COLUMNS = ["query_id", "doc_id", "assessor", "start", "end", "grade"]
 ASSESSMENT_COLUMNS = ["query_id", "doc_id", "assessor", "grade", "when"]
 SET_ASIDE_COLUMNS = ["where", "query_id", "doc_id", "assessor", "grade", "start", "end", "text", "reason"]
@@ -80,8 +80,9 @@ def _where(row: object) -> str:
 def check_marks(marks: pd.DataFrame, documents: Mapping[str, str], pooled: Mapping[str, str], low: int = 0
                 ) -> Checked:
     """The usable marks of ``marks`` (``MARK_COLUMNS``) against ``documents`` (document id -> its text now);
-    ``pooled``: each document's digest when it was pooled (a document missing there is not checked for change);
-    ``low``: the scale's lowest grade (not relevant)."""
+    ``pooled``: each document's digest when it was pooled (a document missing there is not checked for change), or,
+    where a mark says so (``seen``: the digest of the text its task showed), that one; ``low``: the scale's lowest
+    grade (not relevant)."""
     aside: list[tuple] = []
     kept: list[tuple[str, str, str, int, int | None, int | None, str, str]] = []  # q, d, who, grade, s, e, when, where
     now = {d: text_digest(t) for d, t in documents.items()}
@@ -97,7 +98,7 @@ def check_marks(marks: pd.DataFrame, documents: Mapping[str, str], pooled: Mappi
         if text is None:
             drop(row, f"document {doc!r} is no longer in the corpus")
             continue
-        before = pooled.get(doc)
+        before = str(row.seen) if not _blank(row.seen) else pooled.get(doc)
         if before and before != now[doc]:
             drop(row, f"document {doc!r} changed since it was pooled (digest {before}, now {now[doc]}): pool it "
                       f"again to judge it anew")

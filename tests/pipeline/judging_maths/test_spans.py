@@ -12,8 +12,8 @@ POOLED = {d: text_digest(t) for d, t in DOCS.items()}
 
 
 def marks(*rows: tuple) -> pd.DataFrame:
-    """Rows of (query, doc, assessor, grade, start, end, text); ``when`` and ``where`` filled in."""
-    return pd.DataFrame([(*r, "", f"task {i}") for i, r in enumerate(rows, 1)], columns=MARK_COLUMNS)
+    """Rows of (query, doc, assessor, grade, start, end, text); ``when``, ``where`` and ``seen`` filled in."""
+    return pd.DataFrame([(*r, "", f"task {i}", "") for i, r in enumerate(rows, 1)], columns=MARK_COLUMNS)
 
 
 def test_a_highlight_whose_text_matches_is_read_with_its_offsets_and_grade():
@@ -87,3 +87,10 @@ def test_not_relevant_beside_highlights_sets_the_assessors_marks_of_that_documen
 def test_disjoint_ranges_keep_the_highest_grade_per_character_and_join_touching_ones():
     assert disjoint([(0, 5, 2), (5, 9, 2), (3, 7, 3)]) == ([(0, 3, 2), (3, 7, 3), (7, 9, 2)],
                                                           [((0, 5, 2), (3, 7, 3)), ((3, 7, 3), (5, 9, 2))])
+
+
+def test_a_task_that_showed_an_older_text_is_checked_against_the_digest_it_showed():
+    older = marks(("q1", "d2", "ann", 1, 0, 6, "Export"))
+    older["seen"] = ["0123456789abcdef"]  # the task was pushed by an earlier pool, before d2 changed
+    found = check_marks(older, DOCS, POOLED)
+    assert found.highlights.empty and "changed since it was pooled (digest 0123456789abcdef" in found.lines()[0]
