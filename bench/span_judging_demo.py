@@ -1,7 +1,7 @@
 """docs/judging.md's span judging example, run for real: the help-desk topic pages with half their evidence hidden (the
 tests' own files), a chunked sweep (recursive chunks of 16, 32 and 64 tokens; BM25 and RRF), its pool pushed to a real
 ``label-studio start``, two assessors highlighting through its API, pull, an adjudication round, pull again, and
-re-scoring against the version and against the full judgments.
+re-scoring against both versions and against the full judgments.
 
 The assessors: ``admin`` highlights the hidden evidence exactly; ``bob`` leaves out each highlight's last word and
 grades the evidence of one document in three a grade lower; both mark every other document not relevant. ``carol``
@@ -39,8 +39,9 @@ def assessors(url: str, files: dict[str, Path], title: str, round_: bool = False
     users = {email: uid for uid, email in api.users().items()}
 
     def user(email: str) -> int:
-        return users.get(email) or api.request("POST", "/api/users/", {"email": email,
-                                                                       "username": email.split("@")[0]})["id"]
+        if email not in users:
+            users[email] = api.request("POST", "/api/users/", {"email": email, "username": email.split("@")[0]})["id"]
+        return users[email]
 
     counted = 0
     for task in api.tasks(api.project(title)["id"]):
@@ -83,13 +84,18 @@ def main(argv: list[str] | None = None) -> int:
         print(command(folder, "pipeline.judge", "pool", parent, "--to", "label-studio", "--url", url, "--project",
                       PROJECT))
         print(f"assessors: {assessors(url, files, PROJECT)} task(s) with evidence highlighted by both")
-        print(command(folder, "pipeline.judge", "pull", "--project", PROJECT))
+        first = command(folder, "pipeline.judge", "pull", "--project", PROJECT)
+        print(first)
         print(command(folder, "pipeline.judge", "adjudicate", "--project", PROJECT))
         assessors(url, files, f"{PROJECT} adjudication", round_=True)
         pulled = command(folder, "pipeline.judge", "pull", "--project", PROJECT)
         print(pulled)
-    version = re.findall(r"span judgment version ([0-9a-f]{16}) logged", pulled)[-1]
-    print(command(folder, "pipeline.judge", "rescore", parent, "--qrels", version))
+    print("Before the adjudication round (ties to the lower grade):")
+    print(command(folder, "pipeline.judge", "rescore", parent, "--qrels",
+                  re.findall(r"span judgment version ([0-9a-f]{16}) logged", first)[-1]))
+    print("After it:")
+    print(command(folder, "pipeline.judge", "rescore", parent, "--qrels",
+                  re.findall(r"span judgment version ([0-9a-f]{16}) logged", pulled)[-1]))
     print("Against the full judgments:")
     print(command(folder, "pipeline.judge", "rescore", parent, "--qrels", str(files["full"])))
     return 0

@@ -11,7 +11,7 @@ there. Read back as marks (:func:`read_span_sheets`), each checked by :mod:`pipe
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -95,6 +95,21 @@ def read_span_sheets(paths: Sequence[Path], pool: set[tuple[str, str]], scale: S
     """Every graded row of span sheets as marks (``MARK_COLUMNS``, ``where`` naming the file and line); a row that
     is no pair of the pool, a grade outside the scale or offsets that are not whole numbers stop with one line."""
     rows = []
+    for path, where, values in _graded_rows(paths, pool):
+        offsets = [_offset(values.get(k), k, where) for k in ("start", "end")]
+        rows.append((values["query_id"].strip(), values["doc_id"].strip(), _assessor(values, path),
+                     scale.check(values["grade"], where + ": "), *offsets, values.get("text") or "", "", where, ""))
+    return pd.DataFrame(rows, columns=MARK_COLUMNS)
+
+
+def _assessor(values: dict[str, str], path: Path) -> str:
+    """Whose row it is: its ``assessor``, else the file's name."""
+    return (values.get("assessor") or "").strip() or path.stem
+
+
+def _graded_rows(paths: Sequence[Path], pool: set[tuple[str, str]]) -> Iterator[tuple[Path, str, dict[str, str]]]:
+    """Each graded row of the sheets (a blank grade is not judged yet): its file, where it is (``file:line``), its
+    values by column; a sheet without the columns, or a row that is no pair of the pool, stops with one line."""
     for path in paths:
         if not path.is_file():
             raise InputError("no such sheet", path)
@@ -114,19 +129,14 @@ def read_span_sheets(paths: Sequence[Path], pool: set[tuple[str, str]], scale: S
                                          path, reader.line_num)
                     continue
                 values = dict(zip(header, record))
-                grade = (values.get("grade") or "").strip()
-                if not grade:
+                if not (values.get("grade") or "").strip():
                     continue
                 query, doc = values["query_id"].strip(), values["doc_id"].strip()
                 where = f"{path}:{_place(begun, row_number)}"
                 if (query, doc) not in pool:
                     raise InputError(f"{where}: question {query!r} and document {doc!r} are not a pair of this pool "
                                      f"(a row added by hand, or a sheet of another pool)")
-                offsets = [_offset(values.get(k), k, where) for k in ("start", "end")]
-                who = (values.get("assessor") or "").strip() or path.stem
-                rows.append((query, doc, who, scale.check(grade, where + ": "), *offsets, values.get("text") or "",
-                             "", where, ""))
-    return pd.DataFrame(rows, columns=MARK_COLUMNS)
+                yield path, where, values
 
 
 def _offset(value: str | None, column: str, where: str) -> int | None:
@@ -161,38 +171,8 @@ def pool_of(sheet: Path) -> Path:
 
 def read_sheets(paths: Sequence[Path], pool: set[tuple[str, str]], scale: Scale) -> pd.DataFrame:
     """Every graded row of the sheets (``ANNOTATION_COLUMNS``); a bad row stops with one line naming it."""
-    rows = []
-    for path in paths:
-        if not path.is_file():
-            raise InputError("no such sheet", path)
-        sep = delimiter(path)
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            lines = (line for line in handle)
-            reader = csv.reader(lines, delimiter=sep)
-            header: list[str] | None = None
-            ended = 0  # the line the previous record ended on: a record (its document spans lines) starts after it
-            for row_number, record in enumerate(reader, 1):
-                begun, ended = ended + 1, reader.line_num
-                if not record or (record[0].startswith("#") and header is None):
-                    continue
-                if header is None:
-                    header = [h.strip() for h in record]
-                    missing = [c for c in ("query_id", "doc_id", "grade") if c not in header]
-                    if missing:
-                        raise InputError(f"no column {', '.join(missing)}; the columns found: {', '.join(header)}",
-                                         path, reader.line_num)
-                    continue
-                values = dict(zip(header, record))
-                grade = (values.get("grade") or "").strip()
-                if not grade:
-                    continue
-                query, doc = values["query_id"].strip(), values["doc_id"].strip()
-                where = f"{path}:{_place(begun, row_number)}: "
-                if (query, doc) not in pool:
-                    raise InputError(f"{where}question {query!r} and document {doc!r} are not a pair of this pool "
-                                     f"(a row added by hand, or a sheet of another pool)")
-                who = (values.get("assessor") or "").strip() or path.stem
-                rows.append((query, doc, who, scale.check(grade, where), ""))
+    rows = [(values["query_id"].strip(), values["doc_id"].strip(), _assessor(values, path),
+             scale.check(values["grade"], where + ": "), "") for path, where, values in _graded_rows(paths, pool)]
     return pd.DataFrame(rows, columns=ANNOTATION_COLUMNS)
 
 

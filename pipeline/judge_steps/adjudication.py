@@ -80,14 +80,21 @@ def push_round(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPo
         tasks.append({"query_id": row.query_id, "doc_id": row.doc_id, "question": question, "document": document,
                       EARLIER: earlier, "order": i})
     pushed = studio.push(project["id"], tasks)
-    saved.meta[ROUND] = {"url": studio.url, "project": title, "project_id": project["id"], "pairs": len(tied)}
+    return remember_round(saved, studio, title, project, made, len(tied), pushed, len(tied) - len(tasks),
+                          f"pair(s) left tied by the {settings.rule} rule", "each shows the grades given so far",
+                          "settles them")
+
+
+def remember_round(saved: SavedPool, studio: LabelStudio, title: str, project: dict, made: bool, pairs: int,
+                   pushed: int, there: int, what: str, shown: str, doing: str) -> str:
+    """Remember the round in the pool (``pool.json``); the line that says where it is and how to go on."""
+    saved.meta[ROUND] = {"url": studio.url, "project": title, "project_id": project["id"], "pairs": pairs}
     write_json(saved.folder / POOL_META, saved.meta)
     first = (saved.meta.get("label_studio") or {}).get("project") or saved.meta["name"]
     return (f"Adjudication round: project {title!r} ({'created' if made else 'updated'}, id {project['id']}) at "
-            f"{studio.url}: {len(tied)} pair(s) left tied by the {settings.rule} rule, {pushed} task(s) pushed, "
-            f"{len(tied) - len(tasks)} already there; each shows the grades given so far. A third assessor settles "
-            f"them at {studio.url}/projects/{project['id']}/data, then: python -m pipeline.judge pull --project "
-            f"{first!r}")
+            f"{studio.url}: {pairs} {what}, {pushed} task(s) pushed, {there} already there; {shown}. A third "
+            f"assessor {doing} at {studio.url}/projects/{project['id']}/data, then: python -m pipeline.judge pull "
+            f"--project {first!r}")
 
 
 def read_round(settings: JudgeSettings, saved: SavedPool, url: str | None = None) -> pd.DataFrame:

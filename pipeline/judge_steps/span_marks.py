@@ -10,9 +10,7 @@ import pandas as pd
 
 from metrics.errors import InputError
 from pipeline.annotation_tools.label_studio import ADJUDICATING_SPANS, EARLIER
-from pipeline.common.jsonfile import write_json
-from pipeline.common.names import POOL_META
-from pipeline.judge_steps.adjudication import ROUND, round_studio, round_title
+from pipeline.judge_steps.adjudication import ROUND, remember_round, round_studio, round_title
 from pipeline.judge_steps.saved import SavedPool
 from pipeline.judge_steps.settings import JudgeSettings
 from pipeline.judge_steps.sources import pooled_collection
@@ -65,14 +63,9 @@ def push_span_round(args: argparse.Namespace, settings: JudgeSettings, saved: Sa
                        "document": documents.get(doc, ""), EARLIER: earlier, "order": i,
                        "doc_digest": saved.digests.get(doc, "")}, marks))
     pushed = studio.push_marked(project["id"], tasks, ADJUDICATING_SPANS)
-    saved.meta[ROUND] = {"url": studio.url, "project": title, "project_id": project["id"], "pairs": len(tied)}
-    write_json(saved.folder / POOL_META, saved.meta)
-    first = (saved.meta.get("label_studio") or {}).get("project") or saved.meta["name"]
-    return (f"Adjudication round: project {title!r} ({'created' if made else 'updated'}, id {project['id']}) at "
-            f"{studio.url}: {len(tied)} pair(s) whose highlights the {settings.rule} rule leaves tied, {pushed} "
-            f"task(s) pushed, {len(tied) - len(tasks)} already there; each marks the highlights given so far. A third "
-            f"assessor highlights them anew at {studio.url}/projects/{project['id']}/data, then: python -m "
-            f"pipeline.judge pull --project {first!r}")
+    return remember_round(saved, studio, title, project, made, len(tied), pushed, len(tied) - len(tasks),
+                          f"pair(s) whose highlights the {settings.rule} rule leaves tied",
+                          "each marks the highlights given so far", "highlights them anew")
 
 
 def read_span_round(settings: JudgeSettings, saved: SavedPool, url: str | None = None
