@@ -129,6 +129,17 @@ class Spans:
         return {q: {d: merged(r) for d, r in docs.items()} for q, docs in grouped.items()}
 
 
+def judgments_digest(qrels: Qrels, spans: Spans | None = None) -> str:
+    """The digest of a version of judgments: the qrels' own, or, with spans, one of the qrels' and the spans' together
+    (what a job records as ``rankscope.qrels_digest``, and what a span judgment version is named by)."""
+    if spans is None or not len(spans):
+        return qrels.digest()
+    h = hashlib.sha256()
+    for part in (qrels.digest(), spans.digest(), "spans"):
+        h.update(part.encode())
+    return h.hexdigest()[:16]
+
+
 def spans_bytes(spans: Spans) -> bytes:
     """``spans.tsv``'s content: :data:`SPAN_COLUMNS`, one span per line, in the order held."""
     lines = ["\t".join(SPAN_COLUMNS)]

@@ -7,10 +7,12 @@
 - ``pull``: the grades back (from Label Studio, or sheets), agreement between assessors, one grade per pair, and the
   next qrels version written as TREC and BEIR qrels and logged to MLflow as a dataset. Refused when the assessors
   agree less than ``agreement.minimum`` (kappa 0.4) and some of their ties are left to a rule, unless ``--force``.
+  A span pool's highlights are checked against the documents (one line for each that cannot be used), their
+  agreement measured character by character (F1, IoU), and merged into a span judgment version.
 - ``adjudicate``: the pairs the merge rule leaves tied (two assessors who differ) pushed to a Label Studio project of
   their own for a third assessor; ``pull`` then reads the round's grades, each settling its tie.
 - ``rescore SELECTOR... --qrels VERSION``: every selected run's stored ranking scored against the version, logged as
-  new runs (one MLflow experiment per version), and what changed.
+  new runs (one MLflow experiment per version), and what changed; a run that ranked chunks from its ``chunks.tsv``.
 
 Exit status: 0 done; 2 bad input (one line on stderr: a project that does not exist, a wrong token, a grade outside
 the scale, an annotation for a pair not in the pool, an unreachable server, assessors who agree too little), nothing
@@ -99,9 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     collector.resume()
     try:
-        from pipeline.judge_steps import commands
+        from pipeline.judge_steps import commands, grading
 
-        run = {"pool": commands.pool, "pull": commands.pull, "adjudicate": commands.adjudicate,
+        run = {"pool": commands.pool, "pull": grading.pull, "adjudicate": grading.adjudicate,
                "rescore": commands.rescore}[args.command]
         return run(args, Path.cwd())
     except (InputError, *STORE_ERRORS) as exc:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from metrics.qrels import Qrels
-from metrics.spans import Spans
+from metrics.spans import Spans, judgments_digest
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,7 @@ class Collection:
     @cached_property
     def judgments_digest(self) -> str:
         """The judgments' version: the qrels' digest, and their spans' when there are any."""
-        if self.spans is None or not len(self.spans):
-            return self.qrels.digest()
-        return combined_digest(self.qrels.digest(), self.spans.digest(), "spans")
+        return judgments_digest(self.qrels, self.spans)
 
     @cached_property
     def doc_lengths(self) -> dict[str, int]:

@@ -23,7 +23,7 @@ from typing import Any
 
 from metrics.errors import InputError
 from metrics.qrels import Qrels
-from metrics.spans import SpanRows, Spans
+from metrics.spans import SpanRows, Spans, has_span_header, read_beir_spans
 from metrics.textfile import SHOWN, check_file, not_text
 from metrics.trec import read_qrels
 from pipeline.common import progress
@@ -321,8 +321,8 @@ class Judgments:
             return Qrels.from_dict({}), None, []
         path = check_file(self.path)
         fmt = file_format(path, self.format, key)
-        if fmt == "qrels":
-            return read_qrels(path), None, []
+        if fmt == "qrels":  # TREC or BEIR qrels; a BEIR header naming start and end: span judgments
+            return read_beir_spans(path) if has_span_header(path) else (read_qrels(path), None, [])
         offsets = [c for c in (self.start, self.end) if c]
         if len(offsets) == 1:
             raise InputError(f"{key}: a span needs both columns, start and end (only one is set)")

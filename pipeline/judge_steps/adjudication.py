@@ -15,7 +15,7 @@ from pipeline.annotation_tools.label_studio import ADJUDICATING, EARLIER, LabelS
 from pipeline.annotation_tools.sheet import sheet_texts
 from pipeline.common.jsonfile import write_json
 from pipeline.common.names import POOL_META
-from pipeline.judge_steps.pooling import SavedPool
+from pipeline.judge_steps.saved import SavedPool
 from pipeline.judge_steps.settings import LABEL_STUDIO, JudgeSettings
 from pipeline.judging_maths.agreement import KEY, LOWER, merge, tied_pairs
 
@@ -30,7 +30,7 @@ def round_title(settings: JudgeSettings, saved: SavedPool) -> str:
     return settings.label_studio.adjudication_project or known.get("project") or f"{first} adjudication"
 
 
-def _studio(settings: JudgeSettings, saved: SavedPool, url: str | None) -> LabelStudio:
+def round_studio(settings: JudgeSettings, saved: SavedPool, url: str | None) -> LabelStudio:
     known = saved.meta.get(ROUND) or saved.meta.get("label_studio") or {}
     ls = settings.label_studio
     return LabelStudio(url or known.get("url") or ls.url, ls.token_env, ls.timeout)
@@ -43,7 +43,7 @@ def texts_of(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPool
     found: dict[tuple[str, str], tuple[str, str]] = {}
     if LABEL_STUDIO in sources:
         known = saved.meta.get("label_studio") or {}
-        studio = _studio(settings, saved, args.url)
+        studio = round_studio(settings, saved, args.url)
         project = studio.project(args.project or known.get("project") or saved.meta["name"])
         for task in studio.tasks(project["id"], every=False):
             data = task.get("data") or {}
@@ -64,7 +64,7 @@ def push_round(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPo
     if tied.empty:
         return (f"No pair is left tied by the {settings.rule} rule ({len(annotations)} grade(s) of "
                 f"{annotations[KEY].drop_duplicates().shape[0]} pair(s)): nothing to adjudicate")
-    studio = _studio(settings, saved, args.url)
+    studio = round_studio(settings, saved, args.url)
     title = round_title(settings, saved)
     project, made = studio.ensure_project(title, settings.grades, f"rankscope adjudication of pool "
                                           f"{saved.meta['name']}: {len(tied)} tied pairs", ADJUDICATING)
@@ -80,14 +80,21 @@ def push_round(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPo
         tasks.append({"query_id": row.query_id, "doc_id": row.doc_id, "question": question, "document": document,
                       EARLIER: earlier, "order": i})
     pushed = studio.push(project["id"], tasks)
-    saved.meta[ROUND] = {"url": studio.url, "project": title, "project_id": project["id"], "pairs": len(tied)}
+    return remember_round(saved, studio, title, project, made, len(tied), pushed, len(tied) - len(tasks),
+                          f"pair(s) left tied by the {settings.rule} rule", "each shows the grades given so far",
+                          "settles them")
+
+
+def remember_round(saved: SavedPool, studio: LabelStudio, title: str, project: dict, made: bool, pairs: int,
+                   pushed: int, there: int, what: str, shown: str, doing: str) -> str:
+    """Remember the round in the pool (``pool.json``); the line that says where it is and how to go on."""
+    saved.meta[ROUND] = {"url": studio.url, "project": title, "project_id": project["id"], "pairs": pairs}
     write_json(saved.folder / POOL_META, saved.meta)
     first = (saved.meta.get("label_studio") or {}).get("project") or saved.meta["name"]
     return (f"Adjudication round: project {title!r} ({'created' if made else 'updated'}, id {project['id']}) at "
-            f"{studio.url}: {len(tied)} pair(s) left tied by the {settings.rule} rule, {pushed} task(s) pushed, "
-            f"{len(tied) - len(tasks)} already there; each shows the grades given so far. A third assessor settles "
-            f"them at {studio.url}/projects/{project['id']}/data, then: python -m pipeline.judge pull --project "
-            f"{first!r}")
+            f"{studio.url}: {pairs} {what}, {pushed} task(s) pushed, {there} already there; {shown}. A third "
+            f"assessor {doing} at {studio.url}/projects/{project['id']}/data, then: python -m pipeline.judge pull "
+            f"--project {first!r}")
 
 
 def read_round(settings: JudgeSettings, saved: SavedPool, url: str | None = None) -> pd.DataFrame:
@@ -95,7 +102,7 @@ def read_round(settings: JudgeSettings, saved: SavedPool, url: str | None = None
     and the scale."""
     if ROUND not in saved.meta:
         return pd.DataFrame(columns=ANNOTATION_COLUMNS)
-    studio = _studio(settings, saved, url)
+    studio = round_studio(settings, saved, url)
     project = studio.project(round_title(settings, saved))
     return studio.annotations(project["id"], settings.grades, saved.keys)
 

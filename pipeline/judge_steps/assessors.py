@@ -10,11 +10,20 @@ from typing import Any
 import pandas as pd
 
 from metrics.errors import InputError
-from pipeline.annotation_tools.label_studio import LabelStudio
-from pipeline.annotation_tools.sheet import pool_of, read_sheets, write_sheet
+from pipeline.annotation_tools.label_studio import GRADING, HIGHLIGHTING, LabelStudio
+from pipeline.annotation_tools.sheet import (
+    is_span_sheet,
+    pool_of,
+    read_sheets,
+    read_span_sheets,
+    write_sheet,
+    write_span_sheet,
+)
 from pipeline.data.collection import Collection
-from pipeline.judge_steps.pooling import Pooled, SavedPool, texts
+from pipeline.judge_steps.pooling import Pooled, texts
+from pipeline.judge_steps.saved import SavedPool
 from pipeline.judge_steps.settings import JUDGING_DIR, LABEL_STUDIO, JudgeSettings
+from pipeline.judging_maths.spans import text_digest
 
 
 class Assessors:
@@ -41,8 +50,10 @@ class Assessors:
         if self.studio is None:
             return {}
         self.title = self.settings.label_studio.project or name
-        described = f"rankscope pool {name}: {collection.label}, {len(pooled.to_judge)} pairs"
-        self.project, self.made = self.studio.ensure_project(self.title, self.settings.grades, described)
+        what = "pairs whose evidence to highlight" if pooled.spans else "pairs"
+        described = f"rankscope pool {name}: {collection.label}, {len(pooled.to_judge)} {what}"
+        self.project, self.made = self.studio.ensure_project(self.title, self.settings.grades, described,
+                                                             HIGHLIGHTING if pooled.spans else GRADING)
         return {"label_studio": {"url": self.studio.url, "project": self.title, "project_id": self.project["id"]}}
 
     def hand_over(self, pooled: Pooled, collection: Collection, folder: Path) -> None:
@@ -50,17 +61,32 @@ class Assessors:
         questions, documents = texts(collection)
         pairs = pooled.to_judge
         studio = self.studio
+        marked: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        if pooled.spans:
+            for q, d, start, end in pooled.marked[["query_id", "doc_id", "start", "end"]].itertuples(index=False):
+                marked.setdefault((q, d), []).append((int(start), int(end)))
         if studio is not None:
             project = self.project
             there = studio.pushed_pairs(project["id"])
             tasks = [{"query_id": q, "doc_id": d, "question": questions.get(q, ""), "document": documents.get(d, ""),
                       "order": i} for i, (q, d) in enumerate(zip(pairs["query_id"], pairs["doc_id"]), 1)
                      if (q, d) not in there]
-            pushed = studio.push(project["id"], tasks)
+            if pooled.spans:
+                digests = dict(zip(pairs["doc_id"], (text_digest(documents.get(d, "")) for d in pairs["doc_id"])))
+                pushed = studio.push_marked(project["id"], [({**t, "doc_digest": digests[t["doc_id"]]},
+                                                             marked.get((t["query_id"], t["doc_id"]), []))
+                                                            for t in tasks])
+            else:
+                pushed = studio.push(project["id"], tasks)
             print(f"Label Studio: project {self.title!r} ({'created' if self.made else 'updated'}, id {project['id']}) "
                   f"at {studio.url}: {pushed} task(s) pushed, {len(pairs) - len(tasks)} already there; judge them at "
                   f"{studio.url}/projects/{project['id']}/data, then: python -m pipeline.judge pull --project "
                   f"{self.title!r}")
+        elif self.to is not None and pooled.spans:
+            sheet = write_span_sheet(Path(self.to), pairs, questions, documents, self.settings.grades, folder, marked)
+            print(f"Sheet: {sheet} (one row per pair, in judging order: a row per highlight, its 'start' and 'end' "
+                  f"or its 'text', and its 'grade' ({self.settings.grades.low}: not relevant); 'assessor' if several "
+                  f"people judge copies), then: python -m pipeline.judge pull --from {sheet}")
         elif self.to is not None:
             sheet = write_sheet(Path(self.to), pairs, questions, documents, self.settings.grades, folder)
             print(f"Sheet: {sheet} (one row per pair, in judging order: fill in 'grade', and 'assessor' if several "
@@ -92,3 +118,24 @@ def read_grades(args: argparse.Namespace, settings: JudgeSettings, saved: SavedP
     if sheets:
         frames.append(read_sheets(sheets, saved.keys, settings.grades))
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+
+def read_marks(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPool, sources: list[str],
+               sheets: list[Path]) -> tuple[pd.DataFrame, list[str]]:
+    """A span pool's marks (highlights and "not relevant" marks) from its Label Studio project and span sheets, and
+    one line per task that could not be read."""
+    frames, problems = [], []
+    if LABEL_STUDIO in sources:
+        known = saved.meta.get("label_studio") or {}
+        url = args.url or known.get("url") or settings.label_studio.url
+        title = args.project or known.get("project") or saved.meta["name"]
+        studio = LabelStudio(url, settings.label_studio.token_env, settings.label_studio.timeout)
+        found, problems = studio.marks(studio.project(title)["id"], settings.grades, saved.keys)
+        frames.append(found)
+    for sheet in sheets:
+        if not is_span_sheet(sheet):
+            raise InputError(f"a span pool's sheet has start and end columns, and this one has none (the sheet of "
+                             f"another pool? {saved.folder}'s is written by pool --to FILE.csv)", sheet)
+    if sheets:
+        frames.append(read_span_sheets(sheets, saved.keys, settings.grades))
+    return (pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]), problems

@@ -1,6 +1,8 @@
 """Re-score without re-ranking: each selected run's stored ``run.trec`` scored against the qrels version it was
 scored with and against the new one, with the metrics its job was configured with; what changed (each system's
-primary metric and judged@k before and after, the ordering's Kendall's tau, every flipped pairwise verdict). The
+primary metric and judged@k before and after, the ordering's Kendall's tau, every flipped pairwise verdict). A run
+that ranked chunks is scored again from its ``chunks.tsv`` against each version's spans (span and token-budget
+measures: :mod:`~pipeline.judge_steps.chunk_scoring`), so one re-scoring takes every chunker of a sweep at once. The
 gates decided again are :mod:`~pipeline.judge_steps.gates_again`'s, the report
 :mod:`~pipeline.judge_steps.changes_report`'s."""
 
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -22,8 +25,6 @@ from pipeline.common.names import LOWER, QUESTIONS_PREFIX, UPPER
 from pipeline.config.build import MetricPlan, metric_plan
 from pipeline.judge_steps.sources import Ranked
 from pipeline.judging_maths.changes import Changes, changes
-from pipeline.tracking import judgments as tracked
-from pipeline.tracking.client import MlflowClient
 
 JUDGED_K = 10
 TOP_SHOWN = 3
@@ -59,9 +60,11 @@ def specs_of(plan: MetricPlan) -> list[MetricSpec]:
 
 
 def score_ranking(ranking: Run, qrels: Qrels, plan: MetricPlan, questions: list[str],
-                  texts: dict[str, str] | None = None) -> Scored:
-    """``ranking`` against ``qrels`` over ``questions`` (those with a relevant judgment count), as a job scores."""
-    evaluation = evaluate(ranking, qrels, specs_of(plan), plan.settings, query_ids=questions)
+                  texts: dict[str, str] | None = None, **chunked: Any) -> Scored:
+    """``ranking`` against ``qrels`` over ``questions`` (those with a relevant judgment count), as a job scores (span
+    and token-budget measures from ``chunked``: ``chunks``, ``spans`` and ``chunking``, as ``metrics.evaluate``
+    takes them)."""
+    evaluation = evaluate(ranking, qrels, specs_of(plan), plan.settings, query_ids=questions, **chunked)
     per_question = evaluation.per_question
     names = list(per_question.columns)
     intervals = {}
@@ -100,17 +103,6 @@ class Rescored:
     after: Scored
     run_id: str | None = None  # the re-scored run, once logged
     reused: bool = False
-
-
-def rescore_run(client: MlflowClient, item: Ranked, old: Qrels, new: Qrels, tmp: Path) -> Rescored:
-    """One run's stored ranking scored against the qrels it was scored with and the new ones, with its job's metrics,
-    over the questions its job evaluated and those it ranked."""
-    plan = plan_of(tracked.config_file(client, item.run, tmp))
-    table = tracked.per_question(client, item.run, tmp)
-    questions = list(dict.fromkeys([*table.index.astype(str), *item.ranking.query_ids.astype(str)]))
-    said = dict(zip(table.index.astype(str), table["question"].astype(str))) if "question" in table else {}
-    return Rescored(item, plan, score_ranking(item.ranking, old, plan, questions, said),
-                    score_ranking(item.ranking, new, plan, questions, said))
 
 
 @dataclass

@@ -189,7 +189,7 @@ def _mean(values: Iterable[float]) -> float:
     return float(np.mean(found)) if found else float("nan")
 
 
-def _candidates(grades: np.ndarray, rule: str) -> np.ndarray:
+def candidates(grades: np.ndarray, rule: str) -> np.ndarray:
     """The grades ``rule`` cannot choose between (one: no tie), lowest first; ``grades`` sorted."""
     if rule == MEDIAN:
         n = len(grades)
@@ -215,11 +215,11 @@ def merge(annotations: pd.DataFrame, rule: str = MAJORITY, ties: str = LOWER,
     rows = []
     for (query, doc), group in latest.groupby(KEY, sort=False):
         grades = np.sort(group["grade"].to_numpy(dtype=np.int64))
-        candidates = _candidates(grades, rule)
+        found = candidates(grades, rule)
         pair = (str(query), str(doc))
-        tied = len(candidates) > 1
+        tied = len(found) > 1
         settles = tied and pair in settled
-        grade = settled[pair] if settles else int(candidates[-1] if ties == HIGHER else candidates[0])
+        grade = settled[pair] if settles else int(found[-1] if ties == HIGHER else found[0])
         rows.append((*pair, grade, len(grades), tied, settles, tied and not settles and ties == ADJUDICATED))
     return pd.DataFrame(rows, columns=[*KEY, "grade", "assessors", "tied", "adjudicated", "open"])
 
@@ -230,7 +230,7 @@ def tied_pairs(annotations: pd.DataFrame, rule: str = MAJORITY) -> pd.DataFrame:
     latest = annotations.drop_duplicates([*KEY, "assessor"], keep="last")
     rows = []
     for (query, doc), group in latest.groupby(KEY, sort=False):
-        if len(_candidates(np.sort(group["grade"].to_numpy(dtype=np.int64)), rule)) > 1:
+        if len(candidates(np.sort(group["grade"].to_numpy(dtype=np.int64)), rule)) > 1:
             given = ", ".join(f"{a}={int(g)}" for a, g in sorted(zip(group["assessor"].astype(str), group["grade"])))
             rows.append((str(query), str(doc), given))
     return pd.DataFrame(rows, columns=[*KEY, "grades"])

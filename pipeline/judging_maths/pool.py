@@ -15,6 +15,11 @@ Losada et al.'s multi-armed bandit orders (move-to-front, Bayesian bandits) are 
 grades given so far, which a list of tasks pushed to assessors in advance cannot know; they are not offered here.
 
 Already judged means a judgment of grade 0 or more (a negative grade is TREC's "in the pool, not judged").
+
+**Chunked runs** pool the pairs their top chunks point to: each ranking of chunks becomes a ranking of documents with
+one entry per chunk (:func:`documents_at_chunks`), so a pair's rank is its best chunk's, RBP weighs each of its chunks
+in the top k (a document that fills more of the context weighs more), and judged@k is the share of the top k chunks
+whose document is judged. :func:`pooled_chunks` lists the chunks behind each pooled pair, to mark in the document.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from metrics.chunks import ChunkRun
 from metrics.errors import InputError
 from metrics.qrels import Qrels
 from metrics.run import PAD, Run
@@ -148,3 +154,40 @@ def pool(runs: Mapping[str, Run], qrels: Qrels, depth: int = DEFAULT_DEPTH, orde
     pairs["_weight"] = -pairs["weight"].round(12)  # equal weights (the same ranks) tie exactly
     pairs = pairs.sort_values(keys, kind="stable").drop(columns=["_question", "_weight"]).reset_index(drop=True)
     return Pool(pairs[COLUMNS], order, depth, list(runs), questions, judged, ranked, persistence)
+
+
+def documents_at_chunks(chunk_run: ChunkRun) -> Run:
+    """A ranking of chunks as a ranking of their documents, one entry per chunk (a document as often as its chunks are
+    ranked), in the chunks' order."""
+    run = chunk_run.run
+    codes, vocab = chunk_run.doc_vocab
+    docs = np.where(run.docs == PAD, PAD, codes[np.maximum(run.docs, 0)])
+    return Run(run.query_ids, vocab, docs, run.scores, run.name)
+
+
+CHUNK_COLUMNS = ["query_id", "doc_id", "start", "end", "best_rank", "systems"]
+
+
+def pooled_chunks(chunk_runs: Mapping[str, ChunkRun], depth: int, pairs: pd.DataFrame) -> pd.DataFrame:
+    """The chunks of the runs' top ``depth`` behind the pooled ``pairs`` (``CHUNK_COLUMNS``): each chunk once, its
+    best rank and the systems that ranked it (``BM25, RRF``), by pair then start."""
+    frames = []
+    for system, chunk_run in chunk_runs.items():
+        run, chunks = chunk_run.run, chunk_run.chunks
+        docs = run.docs[:, :depth]
+        rows, cols = np.nonzero(docs != PAD)
+        axis = docs[rows, cols]
+        frames.append(pd.DataFrame({"query_id": run.query_ids[rows].astype(str),
+                                    "doc_id": chunks.doc_ids[axis].astype(str), "start": chunks.starts[axis],
+                                    "end": chunks.ends[axis], "rank": cols + 1, "system": system}))
+    if not frames:
+        return pd.DataFrame(columns=CHUNK_COLUMNS)
+    found = pd.concat(frames, ignore_index=True).merge(pairs[["query_id", "doc_id"]].astype(str),
+                                                       on=["query_id", "doc_id"])
+    order = {s: i for i, s in enumerate(chunk_runs)}
+    grouped = (found.groupby(["query_id", "doc_id", "start", "end"], sort=False)
+               .agg(best_rank=("rank", "min"),
+                    systems=("system", lambda s: ", ".join(sorted(set(s), key=order.__getitem__))))
+               .reset_index())
+    return grouped.sort_values(["query_id", "doc_id", "start", "end"], kind="stable").reset_index(drop=True)[
+        CHUNK_COLUMNS]

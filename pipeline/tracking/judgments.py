@@ -103,6 +103,15 @@ def stored_file(client: MlflowClient, run: Run, name: str, folder: Path) -> Path
                          f"keep their ranking") from None
 
 
+def stored_file_if_any(client: MlflowClient, run: Run, name: str, folder: Path) -> Path | None:
+    """One of the run's artifacts when it has it (a chunked job's ``chunks.tsv``, a version's ``spans.tsv``), else
+    None."""
+    try:
+        return stored_file(client, run, name, folder)
+    except InputError:
+        return None
+
+
 def run_file(client: MlflowClient, run: Run, folder: Path) -> Path:
     return stored_file(client, run, RUN_FILE, folder)
 

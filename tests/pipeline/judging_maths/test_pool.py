@@ -78,3 +78,32 @@ def test_bad_settings_are_one_line_each():
         pool({"A": A}, QRELS, depth=0)
     with pytest.raises(InputError, match="at least 10 deep"):
         pool({"A": A}, QRELS, depth=5).judged_curve(10)
+
+
+def chunked(name: str, ranked: dict[str, list[tuple[str, int, int]]]):
+    """A ranking of chunks from {question: [(document, start, end), ...] best first}."""
+    from metrics.chunks import ChunkRun, Chunks, chunk_id
+
+    table = list(dict.fromkeys(c for chunks in ranked.values() for c in chunks))
+    run = Run.from_rankings({q: [(chunk_id(*c), -i) for i, c in enumerate(chunks)] for q, chunks in ranked.items()},
+                            name)
+    rows = {chunk_id(*c): c for c in table}
+    axis = [rows[i] for i in run.doc_ids]
+    return ChunkRun(run, Chunks([a[0] for a in axis], [a[1] for a in axis], [a[2] for a in axis], [-1] * len(axis)))
+
+
+def test_chunked_runs_pool_the_pairs_their_top_chunks_point_to_each_chunk_weighing():
+    from pipeline.judging_maths.pool import documents_at_chunks, pooled_chunks
+
+    small = chunked("small", {"q1": [("d1", 0, 10), ("d2", 0, 10), ("d2", 10, 20), ("d3", 0, 10)]})
+    large = chunked("large", {"q1": [("d2", 0, 40), ("d3", 0, 40)]})
+    runs = {"small": documents_at_chunks(small), "large": documents_at_chunks(large)}
+    assert runs["small"].doc_ids[runs["small"].docs[0]].tolist() == ["d1", "d2", "d2", "d3"]
+    found = pool(runs, QRELS, depth=3, order=RBP, persistence=0.5)
+    rows = found.pairs.set_index("doc_id")
+    assert rows.loc["d2", "best_rank"] == 1 and rows.loc["d2", "weight"] == pytest.approx(0.25 + 0.125 + 0.5)
+    assert rows.loc["d3", "weight"] == pytest.approx(0.25) and "d1" not in rows.index  # d3: large's rank 2 only
+    assert found.judged_after(0, 2) == {"small": pytest.approx(0.5), "large": 0.0}  # of the top 2 chunks
+    marked = pooled_chunks({"small": small, "large": large}, 3, found.pairs)
+    assert marked.values.tolist() == [["q1", "d2", 0, 10, 2, "small"], ["q1", "d2", 0, 40, 1, "large"],
+                                      ["q1", "d2", 10, 20, 3, "small"], ["q1", "d3", 0, 40, 2, "large"]]
