@@ -10,6 +10,11 @@ Two kinds of text in README.md and docs/*.md come from here, so that none goes s
   and stderr as a terminal shows them, is compared after a few normalisations, each a word the guides explain once:
   the temporary folder prints as ``FOLDER``, the home folder as ``~``, an MLflow run id (32 hex digits) as
   ``RUN_ID``; trailing spaces and blank lines at either end are dropped. tests/test_docs.py runs the same blocks.
+  ``<!-- runnable on scifact: its output follows -->`` marks a block that needs SciFact: it runs with
+  ``RANKSCOPE_SCIFACT`` naming the local copy (:data:`bench.paths.SCIFACT`), and is left as quoted where there is
+  none (tests/test_docs.py runs it in the slow suite). An output shown as an excerpt has ``...`` lines: each stands
+  for any lines the command prints there (none included), and the lines around them must appear as shown, in order,
+  the first at the start and the last at the end; rewriting keeps the excerpt's lines, taken from the new output.
 - **Figures.** A timing or size the guides quote is written between markers,
   ``<!-- figure: make_run_s -->3.4 s<!-- /figure -->`` (the comments do not show in the rendered page), and named
   in :data:`MEASURES` with how it is measured. A timing is stale when a new measurement is more than twice or less
@@ -18,7 +23,8 @@ Two kinds of text in README.md and docs/*.md come from here, so that none goes s
 
 Without ``--write`` it prints what would change (a diff) and exits 1 if anything is stale, else 0; ``--write``
 rewrites the pages in place. ``--no-blocks`` / ``--no-figures`` leave a part out, ``--figures a,b`` measures only
-those. The figures on SciFact need the copy in ``../shared/datasets/scifact`` (left as quoted without it).
+those, ``--pages metrics.md,glossary.md`` looks at those pages only. The figures and blocks on SciFact need a local
+copy (``RANKSCOPE_SCIFACT``, else ``../shared/datasets/scifact``; left as quoted without it).
 """
 
 from __future__ import annotations
@@ -38,8 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.latency import SCIFACT, migrated_store, until_healthy
-from bench.paths import REPO
+from bench.latency import migrated_store, until_healthy
+from bench.paths import REPO, SCIFACT, SCIFACT_ENV
 
 PY = sys.executable
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -47,33 +53,94 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # --- runnable blocks ----------------------------------------------------------------------------------------------
 
 MARK = "<!-- runnable: its output follows -->"
+MARKS = {MARK: None, "<!-- runnable on scifact: its output follows -->": "scifact"}  # mark -> the data it needs
 BLOCK = re.compile(r"^(`{3,})([\w-]*)[ \t]*\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+ELLIPSIS = "..."  # a line of an output block that stands for any lines
 RUN_ID = re.compile(r"\b[0-9a-f]{32}\b")
 LEFT_OUT = {".git", ".venv", "outputs", "multirun", "mlruns", "mlartifacts", "mlflow.db"}  # never linked
 
 
 @dataclass
 class Block:
-    """A runnable block of a page: its language, code, the output the page shows and where that output sits."""
+    """A runnable block of a page: its language, code, the output the page shows and where that output sits, and the
+    collection it needs (None: none)."""
 
     language: str
     code: str
     expected: str
     span: tuple[int, int]  # the output block's content in the page's text
+    needs: str | None = None
 
 
 def runnable_blocks(text: str, name: str = "page") -> list[Block]:
-    """Each block after the mark, with the next fenced block as its output."""
+    """Each block after a mark, with the next fenced block as its output, in the page's order."""
     found = []
-    start = text.find(MARK)
-    while start != -1:
-        blocks = list(BLOCK.finditer(text, start + len(MARK)))[:2]
-        if len(blocks) < 2:
-            raise ValueError(f"{name}: a runnable block without its output block after it")
-        code, output = blocks
-        found.append(Block(code.group(2), code.group(3), output.group(3), output.span(3)))
-        start = text.find(MARK, start + len(MARK))
-    return found
+    for mark, needs in MARKS.items():
+        start = text.find(mark)
+        while start != -1:
+            blocks = list(BLOCK.finditer(text, start + len(mark)))[:2]
+            if len(blocks) < 2:
+                raise ValueError(f"{name}: a runnable block without its output block after it")
+            code, output = blocks
+            found.append(Block(code.group(2), code.group(3), output.group(3), output.span(3), needs))
+            start = text.find(mark, start + len(mark))
+    return sorted(found, key=lambda block: block.span)
+
+
+def segments(expected: str) -> list[list[str]]:
+    """An output's lines between its ``...`` lines (one segment: the whole output, to be printed exactly)."""
+    parts: list[list[str]] = [[]]
+    for line in expected.strip("\n").splitlines():
+        if line.strip() == ELLIPSIS:
+            parts.append([])
+        else:
+            parts[-1].append(line)
+    return parts
+
+
+def _find(lines: list[str], segment: list[str], start: int) -> int:
+    for at in range(start, len(lines) - len(segment) + 1):
+        if lines[at:at + len(segment)] == segment:
+            return at
+    return -1
+
+
+def matches(expected: str, printed: str) -> bool:
+    """Whether ``printed`` is what the page shows: the same text, or, for an excerpt, every segment in order (the
+    first at the start, the last at the end)."""
+    parts = segments(expected)
+    if len(parts) == 1:
+        return printed == expected.strip("\n")
+    lines = printed.splitlines()
+    first, *middle, last = parts
+    if lines[:len(first)] != first:
+        return False
+    at = len(first)
+    for segment in middle:
+        found = _find(lines, segment, at)
+        if found < 0:
+            return False
+        at = found + len(segment)
+    return len(lines) - len(last) >= at and lines[len(lines) - len(last):] == last
+
+
+def excerpt(expected: str, printed: str) -> str:
+    """The new output as the page shows it: the whole of it, or the excerpt's lines taken from it, each segment where
+    the output is most like it (the first at the start, the last at the end)."""
+    parts = segments(expected)
+    if len(parts) == 1:
+        return printed
+    lines = printed.splitlines()
+    first, *middle, last = parts
+    taken, at = [lines[:len(first)]], len(first)
+    for segment in middle:
+        windows = range(at, max(at, len(lines) - len(segment) - len(last)) + 1)
+        best = max(windows, key=lambda w: difflib.SequenceMatcher(
+            None, "\n".join(segment), "\n".join(lines[w:w + len(segment)])).ratio())
+        taken.append(lines[best:best + len(segment)])
+        at = best + len(segment)
+    taken.append(lines[len(lines) - len(last):] if last else [])
+    return f"\n{ELLIPSIS}\n".join("\n".join(part) for part in taken).strip("\n")
 
 
 def normalise(output: str, folder: Path) -> str:
@@ -102,22 +169,33 @@ def block_environment(folder: Path) -> dict[str, str]:
     return env
 
 
-def run_block(language: str, code: str, timeout: float = 600) -> str:
-    """What the block prints, run in a fresh folder as described above, normalised."""
+def data_environment(needs: str | None) -> dict[str, str] | None:
+    """The variables a block that needs ``needs`` runs with; None when this machine has no copy of it."""
+    if needs is None:
+        return {}
+    if needs == "scifact" and SCIFACT.is_dir():
+        return {SCIFACT_ENV: str(SCIFACT)}
+    return None
+
+
+def run_block(language: str, code: str, timeout: float = 1800, env: dict[str, str] | None = None) -> str:
+    """What the block prints, run in a fresh folder as described above (``env`` added), normalised."""
     with tempfile.TemporaryDirectory(prefix="rankscope-docs-") as name:
         folder = Path(name)
         block_folder(folder)
         command = [PY, "-c", code] if language == "python" else ["bash", "-c", code]
-        done = subprocess.run(command, cwd=folder, env=block_environment(folder), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        done = subprocess.run(command, cwd=folder, env={**block_environment(folder), **(env or {})},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
         return normalise(done.stdout, folder)
 
 
-def with_outputs(text: str, blocks: list[Block], outputs: list[str]) -> str:
+def with_outputs(text: str, blocks: list[Block], outputs: list[str | None]) -> str:
     """The page with each block's output block holding the given output."""
     for block, output in sorted(zip(blocks, outputs, strict=True), key=lambda pair: -pair[0].span[0]):
+        if output is None:  # not run here (its data is missing): left as quoted
+            continue
         start, end = block.span
-        text = text[:start] + output.strip("\n") + "\n" + text[end:]
+        text = text[:start] + excerpt(block.expected, output.strip("\n")) + "\n" + text[end:]
     return text
 
 
@@ -178,7 +256,7 @@ def wall_and_cpu(name: str, arguments: list[str], env: dict[str, str] | None = N
 
 
 def scifact_env() -> dict[str, str] | None:
-    return {"RANKSCOPE_SCIFACT": str(SCIFACT)} if SCIFACT.is_dir() else None
+    return data_environment("scifact")
 
 
 REPORT_SWEEP = ["corpus=scifact", "metrics=beir", "retriever.k1=0.6,0.9,1.2,1.5", "retriever.b=0.3,0.6,0.9"]
@@ -221,7 +299,7 @@ def cores() -> dict[str, Figure]:
     return {"cores": Figure(str(count), count, "count", "os.cpu_count() of the machine that measured the timings")}
 
 
-# Each measure gives the figures it names; the SciFact ones need ../shared/datasets/scifact.
+# Each measure gives the figures it names; the SciFact ones need a local copy (bench.paths.SCIFACT).
 MEASURES: dict[tuple[str, ...], Callable[[], dict[str, Figure]]] = {
     ("cores",): cores,
     ("one_run_s", "one_run_cpu_s"): lambda: wall_and_cpu("one_run", []),
@@ -272,13 +350,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-blocks", action="store_true", help="leave the runnable blocks out")
     parser.add_argument("--no-figures", action="store_true", help="leave the measured figures out")
     parser.add_argument("--figures", help="measure only these figures (comma-separated names)")
+    parser.add_argument("--pages", help="only these pages' blocks and figures (comma-separated names: metrics.md)")
     args = parser.parse_args(argv)
-    texts = {page: page.read_text(encoding="utf-8") for page in PAGES}
+    pages = [page for page in PAGES if not args.pages or page.name in args.pages.split(",")]
+    texts = {page: page.read_text(encoding="utf-8") for page in pages}
     new = dict(texts)
     if not args.no_blocks:
         for page, text in texts.items():
             blocks = runnable_blocks(text, page.name)
-            outputs = [run_block(b.language, b.code) for b in blocks]
+            outputs = [run_block(b.language, b.code, env=env) if (env := data_environment(b.needs)) is not None
+                       else None for b in blocks]
             if blocks:
                 print(f"{page.relative_to(REPO)}: {len(blocks)} runnable block(s) run", file=sys.stderr)
             new[page] = with_outputs(text, blocks, outputs)
@@ -291,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         only = set(args.figures.split(",")) if args.figures else None
         figures = measure(only, wanted | (only or set()))
         new = {page: with_figures(text, figures, args.write) for page, text in new.items()}
-    changed = [page for page in PAGES if new[page] != texts[page]]
+    changed = [page for page in pages if new[page] != texts[page]]
     for page in changed:
         name = page.relative_to(REPO).as_posix()
         if args.write:

@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
         "--postgres-dir", type=Path,
         help="create (first time) and run a private PostgreSQL cluster in this folder, on 127.0.0.1 only",
     )
+    parser.add_argument("--postgres-port", type=int, default=None,
+                        help="with --postgres-dir: PostgreSQL's port on 127.0.0.1 (default: a free one, printed "
+                        "when it starts)")
     parser.add_argument("--artifacts-destination", default="mlartifacts",
                         help="where the server keeps uploaded artifacts: a folder or e.g. s3://bucket/path "
                         "(default: ./mlartifacts)")
@@ -114,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if not args.backend_store_uri and not args.postgres_dir:
         _parser().error("give --backend-store-uri (or set MLFLOW_BACKEND_STORE_URI) or --postgres-dir")
+    if args.postgres_port is not None and not args.postgres_dir:
+        _parser().error("--postgres-port goes with --postgres-dir")
     if args.expose:
         print("WARNING: --expose listens on every network interface. MLflow has no login: anyone who can reach "
               "its port can read, change and delete runs. Use it only on a trusted network or behind an "
@@ -134,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         end_leftover = _end_leftover(args.end_stale)
         if args.postgres_dir:
-            with local_postgres(args.postgres_dir, end_leftover=end_leftover) as database:
+            with local_postgres(args.postgres_dir, port=args.postgres_port, end_leftover=end_leftover) as database:
                 print(f"PostgreSQL running: {database.redacted_uri} (password in {database.root / 'password'})")
                 return _serve(settings(database.uri), database.redacted_uri, end_leftover)
         return _serve(settings(args.backend_store_uri), args.backend_store_uri, end_leftover)

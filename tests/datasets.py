@@ -1,9 +1,10 @@
 """Where the tests find the public collections they check against (SciFact, Cranfield), and nothing else does.
 
-In this order: the folder ``RANKSCOPE_DATASETS`` names (one BEIR-layout folder per collection: ``scifact/``,
-``cranfield/``), ``../shared/datasets`` beside the repository (CI's), or, for SciFact, ir_datasets' own cache
-(``IR_DATASETS_HOME``, ``~/.ir_datasets``: ``beir/scifact/source.zip``, unpacked once per session). A test that
-needs a collection found nowhere is skipped with one reason line; the trec_eval suite ships in ``tests/``.
+In this order: the folder the collection's variable names, the one its preset reads too (``RANKSCOPE_SCIFACT``,
+``RANKSCOPE_CRANFIELD``: a BEIR-layout folder; ``pipeline.common.names.LOCAL_COPY_ENV``), ``../shared/datasets/<name>``
+beside the repository (CI's), or, for SciFact, ir_datasets' own cache (``IR_DATASETS_HOME``, ``~/.ir_datasets``:
+``beir/scifact/source.zip``, unpacked once per session). A test that needs a collection found nowhere is skipped with
+one reason line; the trec_eval suite ships in ``tests/``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import os
 import zipfile
 from pathlib import Path
 
+from pipeline.common.names import LOCAL_COPY_ENV
+
 REPO = Path(__file__).resolve().parents[1]
-DATASETS_ENV = "RANKSCOPE_DATASETS"
 SHARED_DATASETS = REPO.parent / "shared" / "datasets"
 TREC_EVAL_SUITE = REPO / "tests" / "metrics" / "trec_eval"  # NIST trec_eval 10.0's test files (see _README there)
 SCIFACT_ZIP = Path("beir") / "scifact" / "source.zip"  # ir_datasets' cache path for BEIR SciFact
@@ -21,13 +23,10 @@ CRANFIELD_TAR = Path("cranfield") / "cran.tar.gz"  # ir_datasets' cache path for
 IRDS_HOME_ENV = "IR_DATASETS_HOME"
 
 
-def datasets_folder() -> Path | None:
-    """The folder of BEIR-layout collections: ``$RANKSCOPE_DATASETS``, else ``../shared/datasets``."""
-    named = os.environ.get(DATASETS_ENV)
-    for folder in ([Path(named)] if named else []) + [SHARED_DATASETS]:
-        if folder.is_dir():
-            return folder
-    return None
+def candidates(name: str) -> list[Path]:
+    """Where a collection's BEIR folder may be, in order: its variable's folder, then ``../shared/datasets``."""
+    named = os.environ.get(LOCAL_COPY_ENV.get(name, ""))
+    return ([Path(named)] if named else []) + [SHARED_DATASETS / name]
 
 
 def irds_home() -> Path:
@@ -38,10 +37,8 @@ USERS_IRDS_HOME = irds_home()  # before the tests point IR_DATASETS_HOME at thei
 
 
 def collection_folder(name: str) -> Path | None:
-    folder = datasets_folder()
-    if folder is not None and (folder / name / "queries.jsonl").is_file():
-        return folder / name
-    return None
+    """The collection's BEIR folder (one holding ``queries.jsonl``), or None."""
+    return next((folder for folder in candidates(name) if (folder / "queries.jsonl").is_file()), None)
 
 
 def find(name: str, scratch: Path) -> Path | None:
@@ -85,10 +82,11 @@ def seed_irds_home(home: Path, scifact: Path) -> Path:
 
 def missing(name: str) -> str:
     """The one reason line of a skipped test."""
-    where = f"${DATASETS_ENV}/{name}, {SHARED_DATASETS}/{name}"
+    where = ", ".join(str(folder) for folder in candidates(name))
     if name == "scifact":
         where += f" or {USERS_IRDS_HOME / SCIFACT_ZIP}"
-    return f"{name} not found ({where}): set {DATASETS_ENV} to a folder holding it in BEIR layout"
+    variable = LOCAL_COPY_ENV.get(name, "RANKSCOPE_" + name.upper())
+    return f"{name} not found ({where}): set {variable} to a folder holding it in BEIR layout"
 
 
 def seed_cranfield(home: Path, cranfield: Path, extra_judgments: str = "") -> Path:

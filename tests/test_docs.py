@@ -8,7 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from bench.docs_figures import KNOWN, MARK, Figure, figure_names, run_block, runnable_blocks, with_figures, with_outputs
+from bench.docs_figures import (
+    KNOWN,
+    MARK,
+    Figure,
+    data_environment,
+    excerpt,
+    figure_names,
+    matches,
+    run_block,
+    runnable_blocks,
+    with_figures,
+    with_outputs,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -50,21 +62,27 @@ def test_links_in_code_are_not_links_and_anchors_are_dropped(tmp_path):
 # that links to the repository's files and keeps what the block writes; the next fenced block is its output, stdout
 # and stderr together. Before comparing, the output is normalised as bench/docs_figures.py says: the temporary
 # folder prints as FOLDER, the home folder as ~, a run id (32 hex digits) as RUN_ID, no line keeps trailing spaces.
-# ``python -m bench.docs_figures --write`` writes today's outputs into the pages.
+# ``python -m bench.docs_figures --write`` writes today's outputs into the pages. A block marked ``runnable on
+# scifact`` runs on the local SciFact copy (``RANKSCOPE_SCIFACT``, else ../shared/datasets/scifact), in the slow suite;
+# an output with ``...`` lines is an excerpt (bench/docs_figures.py says how it is read).
 
-RUNNABLE = [(page, i, block) for page in PAGES
-            for i, block in enumerate(runnable_blocks(page.read_text(encoding="utf-8"), page.name))]
+RUNNABLE = [pytest.param(page, i, block, id=f"{page.relative_to(REPO).as_posix()}#{i}",
+                         marks=[pytest.mark.slow] if block.needs else [])
+            for page in PAGES for i, block in enumerate(runnable_blocks(page.read_text(encoding="utf-8"), page.name))]
 
 
 def test_some_blocks_are_marked_runnable():
     assert len(RUNNABLE) >= 8
+    assert any(block.needs == "scifact" for _, _, block in (param.values for param in RUNNABLE))
 
 
-@pytest.mark.parametrize("page, number, block", RUNNABLE,
-                         ids=[f"{p.relative_to(REPO).as_posix()}#{i}" for p, i, _ in RUNNABLE])
+@pytest.mark.parametrize("page, number, block", RUNNABLE)
 def test_a_runnable_block_prints_what_the_page_says(page, number, block):
-    printed = run_block(block.language, block.code)
-    assert printed == block.expected.strip("\n"), (
+    env = data_environment(block.needs)
+    if env is None:
+        pytest.skip(f"{block.needs} not found: set RANKSCOPE_{str(block.needs).upper()} to a BEIR-layout copy")
+    printed = run_block(block.language, block.code, env=env)
+    assert matches(block.expected, printed), (
         f"{page.name} block {number} prints otherwise (python -m bench.docs_figures --write rewrites it):\n{printed}")
 
 
@@ -75,6 +93,19 @@ def test_the_marked_block_and_its_output_are_found_and_rewritten():
     assert with_outputs(text, [block], ["1"]) == text.replace("```\n0\n```", "```\n1\n```")
     with pytest.raises(ValueError, match="without its output block"):
         runnable_blocks(f"{MARK}\n```sh\ntrue\n```\n")
+
+
+def test_an_excerpt_matches_the_lines_it_shows_in_order_and_is_rewritten_in_its_shape():
+    shown = "head\n...\nmetric  0.62\n...\nlast line\n"
+    assert matches(shown, "head\nx\nmetric  0.62\ny\nz\nlast line")
+    assert matches(shown, "head\nmetric  0.62\nlast line")  # "..." may stand for no line
+    assert not matches(shown, "head\nx\nmetric  0.63\nlast line")  # a figure 0.0001 off
+    assert not matches(shown, "x\nhead\nmetric  0.62\nlast line")  # the first line starts the output
+    assert not matches(shown, "head\nlast line\nmetric  0.62\nlast line\nmore")  # the last ends it
+    assert not matches("a\nb", "a\nb\nc") and matches("a\nb\n", "a\nb")  # no "...": the whole output
+    assert excerpt(shown, "head\nx\nmetric  0.63\ny\nlast line") == "head\n...\nmetric  0.63\n...\nlast line"
+    [block] = runnable_blocks(f"<!-- runnable on scifact: its output follows -->\n```sh\ntrue\n```\n```\n{shown}```\n")
+    assert block.needs == "scifact"
 
 
 def test_a_block_runs_in_a_folder_of_its_own_and_prints_placeholders():

@@ -118,6 +118,11 @@ ONE_SIDE_FILE = "questions_on_one_side.txt"
 # -- the cache folder (cache.dir) ---------------------------------------------------------------------------------
 CHUNKS_DIR = "chunks"  # chunkings, one .npz per (corpus, chunker settings)
 
+# -- local copies of the public collections ----------------------------------------------------------------------
+# The one way to point rankscope at a BEIR-layout copy on disk: the preset conf/corpus/<name>.yaml reads it
+# (${oc.env:...}), and so do the tests (tests/datasets.py) and the benchmarks (bench/paths.py)
+LOCAL_COPY_ENV = {"scifact": "RANKSCOPE_SCIFACT", "cranfield": "RANKSCOPE_CRANFIELD"}
+
 # -- the tracking store -----------------------------------------------------------------------------------------
 DB_NAME = "mlflow.db"
 LOCK_SUFFIX = ".lock"  # mlflow.db.lock: held while a process makes its first connection to the store

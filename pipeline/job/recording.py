@@ -75,8 +75,14 @@ class JobRecorder:
             return None
         if not self.handle.resumed and JobRecord.load(self.ctx.output_dir) is None:
             return None  # a new parent run holds no job's run, and this folder no earlier result
-        return self.destination.logged_earlier(self.ctx.output_dir, self.identity, self.ctx.job_num,
-                                               " ".join(self.ctx.overrides))
+        run_id = self.destination.logged_earlier(self.ctx.output_dir, self.identity, self.ctx.job_num,
+                                                 " ".join(self.ctx.overrides))
+        if run_id is not None and JobRecord.load(self.ctx.output_dir) is None:
+            # logged from a folder elsewhere (a worker's own, before the driver resolved the sweep folder for its
+            # jobs): this folder says so, so that the sweep counts the point as finished and logged
+            self.destination.record(run_name(self.system, collection.label), self.tags, self.started_ms,
+                                    run_id=run_id).save(self.ctx.output_dir)
+        return run_id
 
     def waits(self, report: bool) -> bool:
         """Whether this job's record may wait for its plots until the next job has computed: in a sweep whose

@@ -115,19 +115,17 @@ class JobReuse:
 
     def __init__(self, cfg: DictConfig, tokenizer: Tokenizer, base: Path) -> None:
         self.tokenizer = tokenizer
-        self.term_cache = None
         self.chunk_folder: Path | None = None
         if cfg.cache.enabled:
             self.term_cache = shared_cache(cache_root(cfg.cache.dir, base), parse_size(cfg.cache.limit))
             self.chunk_folder = cache_root(cfg.cache.dir, base) / CHUNKS_DIR
+        else:  # the job's own, in memory: its retrievers and diagnosis count terms once, and cache_tokenised says so
+            self.term_cache = TermCountCache(None)
         self._start = self._totals()
         self._collection_origin: str | None = None
 
     def _totals(self) -> Counter:
-        totals = Counter({f"tfidf_{k}": v for k, v in TFIDF_STATS.items()}) + STATS
-        if self.term_cache is not None:
-            totals += self.term_cache.stats
-        return totals
+        return Counter({f"tfidf_{k}": v for k, v in TFIDF_STATS.items()}) + STATS + self.term_cache.stats
 
     def counters(self) -> dict[str, int]:
         """What this job did, since it started: every counter, zeros included (a 0 is a claim tests check)."""
@@ -152,9 +150,7 @@ class JobReuse:
         return collection
 
     def documents(self, collection: Collection):
-        """What retrievers index: the corpus through the term-count cache (when enabled)."""
-        if self.term_cache is None:
-            return collection
+        """What retrievers index: the corpus through the term-count cache (the job's own when it is disabled)."""
         return CachedDocuments(collection.doc_ids, collection.doc_texts, collection.corpus_digest, self.term_cache)
 
     # -- chunks ------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ Every request is recorded (path, headers, body) for the tests to look at.
 Also a command, to try ``retriever=http`` by hand (docs/own-retriever.md): tantivy over a corpus, until Ctrl-C:
 ``python -m tests.retrievers.search_server [--port PORT] [--corpus FOLDER]`` (default: a free port, which it prints
 with the URL to give ``retriever.url``; the help-desk corpus). A port that is taken is one line and status 1: the
-next command would otherwise query whatever listens there.
+next command would otherwise query whatever listens there; so is a corpus folder that cannot be read.
 """
 
 from __future__ import annotations
@@ -132,7 +132,12 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     from pathlib import Path
 
-    collection = load_beir(Path(args.corpus), args.split, None, False) if args.corpus else helpdesk()
+    from metrics.errors import InputError
+
+    try:
+        collection = load_beir(Path(args.corpus), args.split, None, False) if args.corpus is not None else helpdesk()
+    except InputError as exc:  # a folder that is not there, or not in BEIR layout: one line, status 1
+        sys.exit(f"{p.prog}: {exc}")
     engine = TantivySearch()
     engine.index(list(collection.doc_ids), list(collection.doc_texts))
     server = SearchServer(engine)

@@ -56,3 +56,11 @@ def test_a_port_that_is_taken_is_one_line_and_status_1():
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"python -m tests.retrievers.search_server: cannot listen on 127.0.0.1:{port} (")
     assert line.endswith("leave out --port to take a free one")
+
+
+def test_a_corpus_folder_that_is_not_there_is_one_line_and_status_1(tmp_path):
+    done = subprocess.run([*COMMAND, "--corpus", str(tmp_path / "scifact")], cwd=REPO, env=ENV, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line == f"python -m tests.retrievers.search_server: {tmp_path / 'scifact'}: corpus folder does not exist"

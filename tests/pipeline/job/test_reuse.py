@@ -54,6 +54,16 @@ def test_reused_work_gives_spec_numbers(four_systems):
                 round(m["ndcg_at_5"], 3)) == (hit, recall, mrr, ndcg), system
 
 
+def test_with_the_cache_disabled_every_job_tokenises_once_and_says_so(tmp_path, empty_store, cache_dir):
+    runs = by_system(runs_with_cache(tmp_path, empty_store, cache_dir, "-m", "retriever=bm25,lsa,weighted",
+                                     "cache.enabled=false"))
+    for system, run in runs.items():  # its retrievers and its diagnosis share the job's one tokenisation
+        found = counters(run)
+        assert found["tokenised"] == 1 and found["disk_hits"] == 0 and found["stored"] == 0, (system, found)
+    assert counters(runs["weighted"])["memory_hits"] == 1  # its LSA counts with the terms its BM25 counted
+    assert not list(tmp_path.glob("**/terms-*.npz")), "nothing was written to a cache folder"
+
+
 def beir_copy(folder: Path, changed: bool) -> Path:
     """The help-desk corpus as a BEIR folder; ``changed`` rewrites one document's text."""
     shutil.copytree(HELPDESK, folder)

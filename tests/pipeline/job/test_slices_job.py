@@ -135,7 +135,7 @@ def test_an_ir_datasets_query_field_slices_and_a_number_of_many_values_is_binned
 
 def test_scifact_s_claims_by_question_length_are_its_terciles_and_recompute_from_per_question_csv(launch_dir,
                                                                                                    scifact_folder):
-    run, out, table = finished(launch_dir, "corpus=scifact", f"corpus.path={scifact_folder}", "metrics=beir",
+    run, _out, table = finished(launch_dir, "corpus=scifact", f"corpus.path={scifact_folder}", "metrics=beir",
                                "metrics.slices=[question_length]")
     lengths = np.array([len(re.findall(r"\w+", q)) for q in table["question"]], dtype=float)
     bins = pd.qcut(lengths, 3, labels=False, duplicates="drop")
@@ -143,7 +143,7 @@ def test_scifact_s_claims_by_question_length_are_its_terciles_and_recompute_from
     labels = [f"{low:.0f}-{high:.0f}" for low, high in spans]
     assert table["slice:question_length"].tolist() == [labels[k] for k in bins]
     assert len(table) == 300 and all(80 <= (bins == k).sum() <= 120 for k in range(3))
-    for label, (n, mean, low, high) in recomputed(table, "slice:question_length", "ndcg@10").items():
+    for label, (_n, mean, low, high) in recomputed(table, "slice:question_length", "ndcg@10").items():
         key = f"slice/question_length/{label}/ndcg_at_10"
         assert run.data.metrics[key] == pytest.approx(mean, abs=1e-12)
         assert (run.data.metrics[key + "_ci_lower"], run.data.metrics[key + "_ci_upper"]) == pytest.approx(

@@ -17,14 +17,17 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from mlflow import MlflowClient
 
-from pipeline.common.names import CACHE_PREFIX, TIME_PREFIX
+from pipeline.common.names import CACHE_PREFIX, INDEX_MB_METRIC, TIME_PREFIX
 from tests.pipeline.helpers import by_system, cli_env, counters, job_runs, runs_with_cache
 
 pytestmark = pytest.mark.slow  # three sweeps of four jobs; submitit polls its jobs every few seconds
 
 SWEEP = ["-m", "retriever=bm25,lsa,weighted,rrf"]
-VARIES = (TIME_PREFIX, CACHE_PREFIX)  # timings and reuse counts differ by launcher; nothing else may
+# timings and reuse differ by launcher (an RRF job whose components ranked in another worker builds their indexes
+# itself: its index_mb is theirs, not 0); nothing else may
+VARIES = (TIME_PREFIX, CACHE_PREFIX, INDEX_MB_METRIC)
 
 
 def results(runs: list) -> dict[str, dict[str, float]]:
@@ -55,17 +58,22 @@ def test_a_launcher_gives_the_basic_launchers_metrics_bit_for_bit(launcher, basi
     assert sum(counters(r)["disk_hits"] for r in runs) >= 1
 
 
-# The Ray launcher against a Ray head started here. Ray (2.60) binds its servers to every interface and turns
-# 127.0.0.1 into the machine's address, so the head and the sweep run in a private network namespace that
-# has only a loopback interface: nothing outside this machine, nor this machine's network, can reach them.
-# Token authentication stays on (a fresh token, in the environment of both); HOME and Ray's temporary folder
+# The Ray launcher against a Ray head started in a folder of its own (head/) and the sweep launched from another, as
+# on a cluster where every node has its own working folder: Ray's workers start in the head's folder, and the jobs'
+# folders must still land under the sweep's (the driver resolves it for them). Ray (2.60) binds its servers to every
+# interface and turns 127.0.0.1 into the machine's address, so the head and the sweep run in a private network
+# namespace that has only a loopback interface: nothing outside this machine, nor this machine's network, can reach
+# them. Token authentication stays on (a fresh token, in the environment of both); HOME and Ray's temporary folder
 # point at scratch folders (the latter short: Ray's socket paths must fit in 107 characters), removed afterwards.
+PRIVATE = ["--net", "--pid", "--fork", "--mount-proc"]  # its own network and processes: `ray stop` ends this head's
+# processes only, never another Ray on the machine, and whatever is left ends with the namespace
 RAY_SCRIPT = """
 set -u
 ip link set lo up
 trap '"$RAY" stop --force >/dev/null 2>&1' EXIT
-"$RAY" start --head --node-ip-address=127.0.0.1 --port=6380 --num-cpus=2 --include-dashboard=false \\
-    --disable-usage-stats --temp-dir="$RAY_TEMP" > ray-head.log 2>&1 || { cat ray-head.log >&2; exit 97; }
+mkdir head
+(cd head && "$RAY" start --head --node-ip-address=127.0.0.1 --port=6380 --num-cpus=2 --include-dashboard=false \\
+    --disable-usage-stats --temp-dir="$RAY_TEMP" > ray-head.log 2>&1) || { cat head/ray-head.log >&2; exit 97; }
 ss -ltnH > listening.txt
 "$PYTHON" -m pipeline "$@"
 """
@@ -77,7 +85,7 @@ RAY_LAUNCHER = ["hydra/launcher=ray", "hydra.launcher.ray.init.address=127.0.0.1
 def private_network_available() -> bool:
     if shutil.which("unshare") is None or shutil.which("ip") is None or shutil.which("ss") is None:
         return False
-    return subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode == 0
+    return subprocess.run(["unshare", *PRIVATE, "true"], capture_output=True).returncode == 0
 
 
 def test_the_ray_launcher_on_a_local_head_gives_the_basic_launchers_metrics(basic, tmp_path, empty_store, cache_dir):
@@ -92,7 +100,7 @@ def test_the_ray_launcher_on_a_local_head_gives_the_basic_launchers_metrics(basi
            "RAY": str(Path(sys.executable).parent / "ray"), "PYTHON": sys.executable, "RAY_TEMP": ray_temp,
            "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32), "RAY_USAGE_STATS_ENABLED": "0"}
     try:
-        done = subprocess.run(["unshare", "--net", "bash", "-c", RAY_SCRIPT, "bash", *SWEEP, *RAY_LAUNCHER],
+        done = subprocess.run(["unshare", *PRIVATE, "bash", "-c", RAY_SCRIPT, "bash", *SWEEP, *RAY_LAUNCHER],
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     finally:
         shutil.rmtree(ray_temp, ignore_errors=True)
@@ -103,3 +111,11 @@ def test_the_ray_launcher_on_a_local_head_gives_the_basic_launchers_metrics(basi
     assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)
     assert results(runs) == results(basic)
     assert all(counters(r)["tokenised"] == 0 for r in runs)
+    # every job's folder under the sweep's, in the launch folder; none under the head's
+    assert not list((tmp_path / "head").rglob("record.json"))
+    [sweep_dir] = {Path(r.data.tags["rankscope.output_dir"]).parent for r in runs}
+    assert sweep_dir.parent.parent == tmp_path / "multirun"
+    assert sorted(p.parent.name for p in sweep_dir.glob("*/record.json")) == ["0", "1", "2", "3"]
+    [parent] = [r for r in MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").search_runs(
+        [runs[0].info.experiment_id]) if r.data.tags.get("rankscope.kind") == "sweep"]
+    assert parent.info.status == "FINISHED" and "4 of 4" in done.stdout

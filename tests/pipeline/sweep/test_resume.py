@@ -155,3 +155,30 @@ def test_a_result_computed_while_the_store_was_down_is_logged_by_the_next_attemp
     assert run.data.tags["rankscope.record"] == pending.record_id  # the saved record, not a new computation
     assert run.data.tags["mlflow.parentRunId"] == parent.run_id and run.info.status == "FINISHED"
     assert job(uri) == run_id and "already logged as run" in capsys.readouterr().out
+
+
+def test_a_sweep_whose_jobs_wrote_their_folders_elsewhere_is_recovered_by_its_resume(launch_dir, frozen_checkout):
+    """What a Ray sweep launched in another folder than its head's left before the driver resolved the sweep folder
+    for its jobs: every job logged under the parent, their folders (records included) under the head's folder, the
+    parent closed FAILED as incomplete. The resume, from the sweep's own folder given absolute, skips every job
+    (MLflow holds their results), notes each in its folder, and closes the parent FINISHED."""
+    args = ["-m", "retriever.k1=0.6,1.2"]
+    first = run_pipeline(launch_dir, *args, "hydra.sweep.dir=sweep", code=frozen_checkout)
+    assert first.returncode == 0, first.stderr[-3000:]
+    sweep_dir, elsewhere = launch_dir / "sweep", launch_dir / "head" / "sweep"
+    elsewhere.mkdir(parents=True)
+    for job in ("0", "1"):
+        (sweep_dir / job).rename(elsewhere / job)
+    client = MlflowClient(f"sqlite:///{launch_dir / 'mlflow.db'}")
+    (parent,), before = sweep_runs(client)
+    client.set_terminated(parent.info.run_id, status="FAILED")
+
+    again = run_pipeline(launch_dir / "head", *args, f"hydra.sweep.dir={sweep_dir}", code=frozen_checkout,
+                         env={"MLFLOW_TRACKING_URI": f"sqlite:///{launch_dir / 'mlflow.db'}"})
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert len([line for line in again.stdout.splitlines() if "already logged as run" in line]) == 2
+    (parent,), children = sweep_runs(client)
+    assert parent.info.status == "FINISHED" and parent.data.tags.get("rankscope.error") is None
+    assert {c.info.run_id for c in children} == {c.info.run_id for c in before}  # nothing ran again
+    noted = {JobRecord.load(sweep_dir / job).run_id for job in ("0", "1")}
+    assert noted == {c.info.run_id for c in before}

@@ -283,10 +283,13 @@ def demo_dir():
 def test_one_command_demo_serves_runs_and_stops_everything_on_sigterm(demo_dir, tmp_path):
     from mlflow import MlflowClient
 
+    from pipeline.team.postgres import free_port
+
+    postgres_port = free_port()  # asked for: the line that says PostgreSQL runs names it
     errors = (tmp_path / "stderr.log").open("w+", encoding="utf-8")  # a file, so MLflow's log never fills a pipe
     process = subprocess.Popen(
         [sys.executable, "-m", "pipeline.server", "--postgres-dir", str(demo_dir / "pg"), "--port", "0",
-         "--artifacts-destination", str(demo_dir / "artifacts")],
+         "--postgres-port", str(postgres_port), "--artifacts-destination", str(demo_dir / "artifacts")],
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, text=True,
         stdout=subprocess.PIPE, stderr=errors, start_new_session=True,
     )
@@ -302,6 +305,7 @@ def test_one_command_demo_serves_runs_and_stops_everything_on_sigterm(demo_dir, 
         assert announced, f"the server never announced its URI:\n{''.join(lines)}{log}"
         uri = announced[0]
         assert uri.startswith("http://127.0.0.1:")
+        assert any(line.startswith("PostgreSQL running: ") and f"@127.0.0.1:{postgres_port}/" in line for line in lines)
 
         client = MlflowClient(tracking_uri=uri)
         run = client.create_run(client.create_experiment("demo"))
