@@ -85,15 +85,13 @@ class MlflowSweep(Callback):
         from pipeline.sweep.jobs import SweepJobs
         from pipeline.sweep.pace import start_beside
         from pipeline.sweep.parent import open_sweep, parent_name
-        from pipeline.sweep.placement import anchor_sweep_dir, join_cluster
         from pipeline.sweep.tuning import check_tuning, is_tuning
 
         progress.configure(bool(config.get("quiet", False)))  # the driver's own bars (reading runs back)
         launch_dir = Path(config.hydra.runtime.cwd)
         self.sweep_dir = (launch_dir / str(config.hydra.sweep.dir)).resolve()
-        anchor_sweep_dir(config, self.sweep_dir)  # every job's folder under it, whichever process or node runs it
-        with refused():
-            jobs = SweepJobs.read(config)  # each job's config composed once: checked now, then launched
+        with refused():  # each job's config composed once, its folder under the sweep's: checked now, then launched
+            jobs = SweepJobs.read(config, self.sweep_dir)
         self.lean = jobs.lean
         self.tuning = is_tuning(config.hydra)
         with refused(HydraException, OmegaConfBaseException):
@@ -101,7 +99,7 @@ class MlflowSweep(Callback):
                 check_tuning(config, launch_dir, jobs.varying)
         with refused():
             self.uri = reachable_store(config, launch_dir)  # a closed port: one line now, before any corpus is read
-            join_cluster(config, jobs.launcher)  # a cluster that refuses: one line now, before the parent run opens
+            jobs.join_cluster(config)  # a cluster that refuses: one line now, before the parent run opens
         if jobs.in_process:  # every job checked: the store may be created now, while the first corpus is read
             prepare_ahead(self.uri, config.tracking.experiment, jobs.checked, launch_dir)
         name = parent_name(config, jobs, self.sweep_dir)

@@ -26,6 +26,7 @@ from pipeline.config.hydra_internals import (
     run_jobs_normally,
 )
 from pipeline.config.plan import JobPlan
+from pipeline.sweep.placement import anchor_sweep_dir, join_cluster
 
 
 def validate_jobs(config: DictConfig, jobs: list[list[str]]) -> list[tuple[JobPlan, DictConfig]]:
@@ -86,9 +87,10 @@ class SweepJobs:
     lean: LeanLaunch | None = None  # each job composed once, until the sweep ends
 
     @classmethod
-    def read(cls, config: DictConfig) -> SweepJobs:
-        """The sweep's jobs, each composed once (then launched as composed) and checked; an InputError names the
-        first bad one."""
+    def read(cls, config: DictConfig, sweep_dir: Path) -> SweepJobs:
+        """The sweep's jobs, each composed once (then launched as composed) and checked, every one given the absolute
+        ``sweep_dir`` whichever process or node runs it; an InputError names the first bad one."""
+        anchor_sweep_dir(config, sweep_dir)
         overrides, varying = sweep_overrides(list(config.hydra.overrides.task), config.hydra.sweeper.get("params"))
         jobs = cls(overrides, varying, job_override_lists(config, overrides),
                    str(config.hydra.runtime.choices.get("hydra/launcher", "basic")))
@@ -96,6 +98,10 @@ class SweepJobs:
             jobs.lean = LeanLaunch.start()  # each job's config composed once: validated, then launched
             jobs.checked = validate_jobs(config, jobs.points)
         return jobs
+
+    def join_cluster(self, config: DictConfig) -> None:
+        """A cluster the launcher names, joined now: a refusal is one line before the parent run opens."""
+        join_cluster(config, self.launcher)
 
     @property
     def in_process(self) -> bool:
