@@ -18,13 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.common.names import CACHE_PREFIX, TIME_PREFIX
+from pipeline.common.names import RESOURCE_PREFIXES
 from tests.pipeline.helpers import by_system, cli_env, counters, job_runs, runs_with_cache
 
 pytestmark = pytest.mark.slow  # three sweeps of four jobs; submitit polls its jobs every few seconds
 
 SWEEP = ["-m", "retriever=bm25,lsa,weighted,rrf"]
-VARIES = (TIME_PREFIX, CACHE_PREFIX)  # timings and reuse counts differ by launcher; nothing else may
+VARIES = RESOURCE_PREFIXES  # what a job spent differs by launcher; nothing else may
 
 
 def results(runs: list) -> dict[str, dict[str, float]]:
