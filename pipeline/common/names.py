@@ -153,6 +153,9 @@ FAILURES_PREFIX = HOUSEKEEPING + "failures_"
 NOTES_PREFIX = HOUSEKEEPING + "notes_"
 DOCUMENTS_METRIC = HOUSEKEEPING + "documents"
 INDEX_MB_METRIC = HOUSEKEEPING + "index_mb"  # the retriever's index in memory (its arrays), MiB
+# what a job spent rather than what it measured: stage times, cache reuse and the index it built (0 when its ranking
+# came from a memo, absent when an engine cannot tell); they differ by launcher, machine and reuse, its figures never
+RESOURCE_PREFIXES = (TIME_PREFIX, CACHE_PREFIX, INDEX_MB_METRIC)
 # judgments below the relevance level: 0 when the judgments list only relevant documents (BEIR's usually do)
 NOT_RELEVANT_METRIC = HOUSEKEEPING + "judgments_not_relevant"
 

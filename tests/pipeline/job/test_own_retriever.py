@@ -19,7 +19,14 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from pipeline.common.names import CONFIG_FILE, PER_QUESTION_FILE, RECORD_FILE, RUN_FILE, TAG_OUTPUT_DIR
+from pipeline.common.names import (
+    CONFIG_FILE,
+    PER_QUESTION_FILE,
+    RECORD_FILE,
+    RESOURCE_PREFIXES,
+    RUN_FILE,
+    TAG_OUTPUT_DIR,
+)
 from pipeline.data import helpdesk, load_beir
 from tests.pipeline.helpers import job_runs, log_run, run_pipeline
 from tests.retrievers.search_server import SearchServer, closed_port
@@ -30,7 +37,7 @@ from tests.pipeline.config.engines import TantivySearch  # noqa: E402
 
 TANTIVY = "tests.pipeline.config.engines.TantivySearch"
 DEPTH = 100  # conf/config.yaml's depth: what a job asks every engine for
-VARIES = ("system/time_", "system/cache_")  # timings and reuse counts; nothing else may differ
+VARIES = RESOURCE_PREFIXES  # timings and reuse counts; nothing else may differ
 
 
 def tantivy_engine(collection) -> TantivySearch:

@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from pipeline.common.names import CACHE_PREFIX, INDEX_MB_METRIC, TIME_PREFIX
+from pipeline.common.names import RESOURCE_PREFIXES
 from tests.pipeline.helpers import by_system, cli_env, counters, job_runs, runs_with_cache
 
 pytestmark = pytest.mark.slow  # three sweeps of four jobs; submitit polls its jobs every few seconds
 
 SWEEP = ["-m", "retriever=bm25,lsa,weighted,rrf"]
-# timings and reuse differ by launcher (an RRF job whose components ranked in another worker builds their indexes
+# what a job spent differs by launcher (an RRF job whose components ranked in another worker builds their indexes
 # itself: its index_mb is theirs, not 0); nothing else may
-VARIES = (TIME_PREFIX, CACHE_PREFIX, INDEX_MB_METRIC)
+VARIES = RESOURCE_PREFIXES
 
 
 def results(runs: list) -> dict[str, dict[str, float]]:

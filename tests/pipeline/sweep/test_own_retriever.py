@@ -11,6 +11,7 @@ import shutil
 import pytest
 from mlflow import MlflowClient
 
+from pipeline.common.names import RESOURCE_PREFIXES
 from tests.pipeline.helpers import by_system, job_runs, run_pipeline, runs_with_cache
 from tests.pipeline.sweep.test_tuning import two_split_corpus
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.slow  # several sweeps, a process each
 ENGINES = "tests.pipeline.config.engines"
 CUSTOM = ["retriever=custom", f"retriever._target_={ENGINES}.ListSearch"]
 GRID = ["-m", *CUSTOM, "+retriever.min_length=3,4"]
-VARIES = ("system/time_", "system/cache_")
+VARIES = RESOURCE_PREFIXES
 
 
 def results(runs: list) -> dict[str, dict[str, float]]:

@@ -14,7 +14,16 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
-from pipeline.common.names import PER_QUESTION_FILE, RUN_FILE, TAG_NOTES, TAG_OUTPUT_DIR, TAG_RANKINGS_FROM, TRACES_FILE
+from pipeline.common.names import (
+    NOTES_PREFIX,
+    PER_QUESTION_FILE,
+    RESOURCE_PREFIXES,
+    RUN_FILE,
+    TAG_NOTES,
+    TAG_OUTPUT_DIR,
+    TAG_RANKINGS_FROM,
+    TRACES_FILE,
+)
 from pipeline.compare import main as compare
 from pipeline.gate import main as gate
 from pipeline.job.recording import JobFailed
@@ -22,7 +31,7 @@ from tests.pipeline.helpers import job_runs, log_run, run_pipeline
 
 TANTIVY = "tests.pipeline.config.engines.TantivySearch"
 K = 10  # what the application retrieves: both routes rank to this depth
-VARIES = ("system/time_", "system/cache_", "system/notes_")  # timings, reuse counts and notes; nothing else may differ
+VARIES = (*RESOURCE_PREFIXES, NOTES_PREFIX)  # timings, reuse counts and notes; nothing else may differ
 
 
 def store(folder: Path) -> MlflowClient:
