@@ -34,6 +34,22 @@ _UNSAFE = re.compile(r"[^\w.\- ]+")  # what an MLflow metric's name may not hold
 SLICE_BINNED, SLICE_ONE, SLICE_MISSING = "slices_binned", "slices_one_question", "slices_missing_value"
 
 
+def top_shown(run: Run, ids: Sequence[str]) -> tuple[list[str], list[int]]:
+    """Each question's top document ids (space-separated, ``top_N`` of the table) and how many documents it
+    retrieved; a question missing from ``run`` retrieved none."""
+    rows = pd.Index(run.query_ids).get_indexer(list(ids)) if len(run.query_ids) else np.full(len(ids), -1)
+    tops, lengths = [], []
+    for row in rows:
+        if row < 0:
+            tops.append("")
+            lengths.append(0)
+            continue
+        docs = run.docs[row, :TOP_SHOWN]
+        tops.append(" ".join(str(run.doc_ids[d]) for d in docs[docs != PAD]))
+        lengths.append(int(run.lengths[row]))
+    return tops, lengths
+
+
 def per_question_table(collection: Collection, run: Run, evaluation: Evaluation,
                        slices: Mapping[str, list[str]] | None = None) -> pd.DataFrame:
     """One row per evaluated question: id, text, every metric, rank of the first relevant document (empty
@@ -42,17 +58,7 @@ def per_question_table(collection: Collection, run: Run, evaluation: Evaluation,
     per_question = evaluation.per_question
     ids = per_question.index.tolist()
     texts = dict(zip(collection.query_ids, collection.query_texts))
-    rows = pd.Index(run.query_ids).get_indexer(ids) if len(run.query_ids) else np.full(len(ids), -1)
-    shown = run.docs[:, :TOP_SHOWN] if len(run.query_ids) else np.zeros((0, 0), dtype=np.int64)
-    tops, lengths = [], []
-    for row in rows:
-        if row < 0:
-            tops.append("")
-            lengths.append(0)
-            continue
-        docs = shown[row]
-        tops.append(" ".join(str(run.doc_ids[d]) for d in docs[docs != PAD]))
-        lengths.append(int(run.lengths[row]))
+    tops, lengths = top_shown(run, ids)
     first = evaluation.first_relevant_rank.reindex(ids).to_numpy()
     columns: dict[str, object] = {"query_id": ids, "question": [texts.get(q, "") for q in ids]}
     columns.update({column: per_question[column].to_numpy() for column in per_question.columns})

@@ -19,10 +19,11 @@ from omegaconf import OmegaConf
 from metrics.bootstrap import Interval, bootstrap_ci
 from metrics.evaluation import evaluate, figure
 from metrics.qrels import Qrels
-from metrics.run import PAD, Run
+from metrics.run import Run
 from metrics.spec import MetricSpec
 from pipeline.common.names import LOWER, QUESTIONS_PREFIX, UPPER
 from pipeline.config.build import MetricPlan, metric_plan
+from pipeline.job.table import top_shown
 from pipeline.judge_steps.sources import Ranked
 from pipeline.judging_maths.changes import Changes, changes
 
@@ -73,17 +74,8 @@ def score_ranking(ranking: Run, qrels: Qrels, plan: MetricPlan, questions: list[
                              plan.confidence, plan.method)
         intervals = {spec.name: figure(spec, interval) for spec, interval in zip(evaluation.metrics, found)}
     ids = per_question.index.tolist()
-    rows = ranking.query_positions(np.asarray(ids, dtype=object)) if ids else np.zeros(0, dtype=np.int64)
     first = evaluation.first_relevant_rank.reindex(ids).to_numpy()
-    tops, lengths = [], []
-    for row in rows:
-        if row < 0:
-            tops.append("")
-            lengths.append(0)
-            continue
-        docs = ranking.docs[row, :TOP_SHOWN]
-        tops.append(" ".join(str(ranking.doc_ids[d]) for d in docs[docs != PAD]))
-        lengths.append(int(ranking.lengths[row]))
+    tops, lengths = top_shown(ranking, ids)
     table = pd.DataFrame({"query_id": ids, "question": [(texts or {}).get(q, "") for q in ids],
                           **{n: per_question[n].to_numpy() for n in names},
                           "first_relevant_rank": pd.Series(first, dtype="Int64").where(lambda r: r > 0).to_numpy(),
