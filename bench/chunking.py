@@ -7,7 +7,8 @@ offsets its windows are cut from), ``sentence`` against NLTK's Punkt ``span_toke
 each sentence (packing whole sentences by tokens needs both), ``markdown`` against semantic-text-splitter's
 ``MarkdownSplitter``. rankscope's cut (``pipeline.chunking.chunked``: the library call in
 batches, every offset checked, the arrays) is measured apart from its token counting (each chunk's text through the
-tokenizer, for budgets and percentiles; a fixed window counts its own). Target: the cut at most 1.3x the library.
+tokenizer, for budgets and percentiles; a fixed window counts its own). Target: at most 1.3x the library, said for the
+cut and for the cut with its counting.
 
 **A sweep** ``chunker.size=128,256,512 retriever=bm25,lsa`` on SciFact stitched into pages of 10 abstracts
 (``bench.stitch``): each job's chunking seconds and its ``cache_chunkings_*`` counters, read from the store. Target:
@@ -65,7 +66,7 @@ def speed(collection, kinds: list[str], repeats: int) -> list[str]:
 
     made = {"recursive": Recursive, "fixed": Fixed, "sentence": Sentences, "markdown": Markdown}
     lines = ["| chunker | chunks | library CPU s | rankscope cut CPU s | cut / library | + token count CPU s | "
-             "total / library | target (cut) |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+             "total / library | target (cut) | target (total) |", "|---|---:|---:|---:|---:|---:|---:|---|---|"]
     texts = list(collection.doc_texts)
     for kind in kinds:
         chunker = made[kind](size=SIZE)
@@ -84,9 +85,9 @@ def speed(collection, kinds: list[str], repeats: int) -> list[str]:
             count.append(total * (1 - share))
             chunks = len(found.table)
         lib, ours, counted = (statistics.median(x) for x in (theirs, cut, count))
-        verdict = "met" if ours / lib <= 1.3 else "**not met**"
+        cut_ok, total_ok = ("met" if ratio <= 1.3 else "**not met**" for ratio in (ours / lib, (ours + counted) / lib))
         lines.append(f"| {kind} {SIZE} tokens | {chunks:,} | {lib:.2f} | {ours:.2f} | {ours / lib:.2f}x | "
-                     f"{counted:.2f} | {(ours + counted) / lib:.2f}x | <= 1.3x: {verdict} |")
+                     f"{counted:.2f} | {(ours + counted) / lib:.2f}x | <= 1.3x: {cut_ok} | <= 1.3x: {total_ok} |")
     return lines
 
 
