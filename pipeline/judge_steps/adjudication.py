@@ -36,6 +36,23 @@ def round_studio(settings: JudgeSettings, saved: SavedPool, url: str | None) -> 
     return LabelStudio(url or known.get("url") or ls.url, ls.token_env, ls.timeout)
 
 
+def open_round(settings: JudgeSettings, saved: SavedPool, url: str | None, pool: str, pairs: int,
+               interface: str) -> tuple[LabelStudio, str, dict, bool, set[tuple[str, str]]]:
+    """The round's Label Studio, its project's title, the project (made if new, with ``interface``), whether it was
+    made, and the pairs already pushed to it."""
+    studio = round_studio(settings, saved, url)
+    title = round_title(settings, saved)
+    project, made = studio.ensure_project(title, settings.grades, f"rankscope adjudication of {pool} "
+                                          f"{saved.meta['name']}: {pairs} tied pairs", interface)
+    return studio, title, project, made, studio.pushed_pairs(project["id"])
+
+
+def round_project(settings: JudgeSettings, saved: SavedPool, url: str | None) -> tuple[LabelStudio, dict]:
+    """The round's Label Studio and its existing project."""
+    studio = round_studio(settings, saved, url)
+    return studio, studio.project(round_title(settings, saved))
+
+
 def texts_of(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPool, sources: list[str],
              sheets: list[Path]) -> dict[tuple[str, str], tuple[str, str]]:
     """Each graded pair's question and document, as its assessors read them: from the pool's Label Studio tasks, or
@@ -64,11 +81,7 @@ def push_round(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPo
     if tied.empty:
         return (f"No pair is left tied by the {settings.rule} rule ({len(annotations)} grade(s) of "
                 f"{annotations[KEY].drop_duplicates().shape[0]} pair(s)): nothing to adjudicate")
-    studio = round_studio(settings, saved, args.url)
-    title = round_title(settings, saved)
-    project, made = studio.ensure_project(title, settings.grades, f"rankscope adjudication of pool "
-                                          f"{saved.meta['name']}: {len(tied)} tied pairs", ADJUDICATING)
-    there = studio.pushed_pairs(project["id"])
+    studio, title, project, made, there = open_round(settings, saved, args.url, "pool", len(tied), ADJUDICATING)
     scale = settings.grades
     tasks = []
     for i, row in enumerate(tied.itertuples(index=False), 1):
@@ -102,8 +115,7 @@ def read_round(settings: JudgeSettings, saved: SavedPool, url: str | None = None
     and the scale."""
     if ROUND not in saved.meta:
         return pd.DataFrame(columns=ANNOTATION_COLUMNS)
-    studio = round_studio(settings, saved, url)
-    project = studio.project(round_title(settings, saved))
+    studio, project = round_project(settings, saved, url)
     return studio.annotations(project["id"], settings.grades, saved.keys)
 
 

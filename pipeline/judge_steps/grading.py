@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.common.names import QRELS_TREC
+from pipeline.data.collection import Collection
 from pipeline.judge_steps.adjudication import command_for, push_round, read_round, refuse_open, texts_of
 from pipeline.judge_steps.assessors import pool_folder, read_grades, read_marks
 from pipeline.judge_steps.commands import settings_of, store_of
@@ -23,7 +24,7 @@ from pipeline.judge_steps.pulling import (
 )
 from pipeline.judge_steps.saved import SavedPool, load_pool
 from pipeline.judge_steps.settings import LABEL_STUDIO, JudgeSettings
-from pipeline.judge_steps.span_marks import checked_marks, push_span_round, read_span_round
+from pipeline.judge_steps.span_marks import checked_marks, pool_documents, push_span_round, read_span_round
 from pipeline.judging_maths.spans import Checked
 from pipeline.tracking.store import run_location
 
@@ -40,6 +41,7 @@ class Graded:
     saved: SavedPool
     annotations: pd.DataFrame
     checked: Checked | None = None  # a span pool's marks, checked against its documents
+    documents: Collection | None = None  # a span pool's corpus as it is now, read once
     problems: list[str] = field(default_factory=list)  # a span pool's tasks that could not be read
 
 
@@ -50,8 +52,9 @@ def _graded(args: argparse.Namespace, base: Path) -> Graded:
     saved = load_pool(pool_folder(args, settings, base, sheets))
     if saved.spans:
         marks, problems = read_marks(args, settings, saved, sources, sheets)
-        checked = checked_marks(saved, marks, settings.grades.low)
-        return Graded(settings, sources, sheets, saved, checked.assessments, checked, problems)
+        documents = pool_documents(saved)
+        checked = checked_marks(documents, saved, marks, settings.grades.low)
+        return Graded(settings, sources, sheets, saved, checked.assessments, checked, documents, problems)
     return Graded(settings, sources, sheets, saved, read_grades(args, settings, saved, sources, sheets))
 
 
@@ -59,7 +62,7 @@ def pull(args: argparse.Namespace, base: Path) -> int:
     graded = _graded(args, base)
     settings, sheets, saved, annotations = graded.settings, graded.sheets, graded.saved, graded.annotations
     if graded.checked is not None:
-        rounds, said = read_span_round(settings, saved, args.url)
+        rounds, said = read_span_round(settings, saved, graded.documents, args.url)
         pulled = build_span_version(saved, graded.checked, graded.problems + said, settings.grades, settings.rule,
                                     args.override, settings.ties, rounds)
     else:
@@ -91,7 +94,7 @@ def pull(args: argparse.Namespace, base: Path) -> int:
 def adjudicate(args: argparse.Namespace, base: Path) -> int:
     g = _graded(args, base)
     if g.checked is not None:
-        print(push_span_round(args, g.settings, g.saved, g.checked))
+        print(push_span_round(args, g.settings, g.saved, g.checked, g.documents))
         return 0
     print(push_round(args, g.settings, g.saved, g.annotations, texts_of(args, g.settings, g.saved, g.sources,
                                                                         g.sheets)))

@@ -10,7 +10,8 @@ import pandas as pd
 
 from metrics.errors import InputError
 from pipeline.annotation_tools.label_studio import ADJUDICATING_SPANS, EARLIER
-from pipeline.judge_steps.adjudication import ROUND, remember_round, round_studio, round_title
+from pipeline.data.collection import Collection
+from pipeline.judge_steps.adjudication import ROUND, open_round, remember_round, round_project
 from pipeline.judge_steps.saved import SavedPool
 from pipeline.judge_steps.settings import JudgeSettings
 from pipeline.judge_steps.sources import pooled_collection
@@ -18,18 +19,21 @@ from pipeline.judging_maths.span_agreement import by_assessor, tied_span_pairs
 from pipeline.judging_maths.spans import Checked, check_marks, disjoint
 
 
-def documents_of(saved: SavedPool, doc_ids: set[str]) -> dict[str, str]:
-    """The texts of ``doc_ids`` in the pool's corpus as it is now (a document it no longer holds: absent)."""
-    collection = pooled_collection(saved.meta)
-    return {d: t for d, t in zip(collection.doc_ids, collection.doc_texts) if d in doc_ids}
+def pool_documents(saved: SavedPool) -> Collection:
+    """The pool's corpus as it is now (read once per command: the marks and the round are checked against it)."""
+    return pooled_collection(saved.meta)
 
 
-def checked_marks(saved: SavedPool, marks: pd.DataFrame, low: int) -> Checked:
-    """``marks`` checked against the pool's documents as they are now, and against their digests when pooled."""
-    return check_marks(marks, documents_of(saved, set(marks["doc_id"].astype(str))), saved.digests, low)
+def checked_marks(documents: Collection, saved: SavedPool, marks: pd.DataFrame, low: int) -> Checked:
+    """``marks`` checked against the pool's ``documents`` as they are now (a document they no longer hold: absent),
+    and against their digests when pooled."""
+    wanted = set(marks["doc_id"].astype(str))
+    texts = {d: t for d, t in zip(documents.doc_ids, documents.doc_texts) if d in wanted}
+    return check_marks(marks, texts, saved.digests, low)
 
 
-def push_span_round(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPool, checked: Checked) -> str:
+def push_span_round(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPool, checked: Checked,
+                    collection: Collection) -> str:
     """Push the pairs whose characters the rule leaves tied, not in the round's project yet, each task marked with
     every assessor's highlights and listing them; remember the round in the pool; what to say."""
     if checked.assessments.empty:
@@ -39,12 +43,8 @@ def push_span_round(args: argparse.Namespace, settings: JudgeSettings, saved: Sa
     if not tied:
         return (f"No pair is left tied by the {settings.rule} rule, character by character "
                 f"({len(checked.assessments)} judgment(s)): nothing to adjudicate")
-    studio = round_studio(settings, saved, args.url)
-    title = round_title(settings, saved)
-    project, made = studio.ensure_project(title, settings.grades, f"rankscope adjudication of span pool "
-                                          f"{saved.meta['name']}: {len(tied)} tied pairs", ADJUDICATING_SPANS)
-    there = studio.pushed_pairs(project["id"])
-    collection = pooled_collection(saved.meta)
+    studio, title, project, made, there = open_round(settings, saved, args.url, "span pool", len(tied),
+                                                     ADJUDICATING_SPANS)
     documents = dict(zip(collection.doc_ids, collection.doc_texts))
     questions = dict(zip(collection.query_ids, collection.query_texts))
     given = by_assessor(checked.highlights, tied)
@@ -68,14 +68,13 @@ def push_span_round(args: argparse.Namespace, settings: JudgeSettings, saved: Sa
                           "each marks the highlights given so far", "highlights them anew")
 
 
-def read_span_round(settings: JudgeSettings, saved: SavedPool, url: str | None = None
+def read_span_round(settings: JudgeSettings, saved: SavedPool, documents: Collection, url: str | None = None
                     ) -> tuple[tuple[pd.DataFrame, pd.DataFrame] | None, list[str]]:
     """The round's highlights and grades, checked as the pool's are (None when the pool has no round), and the lines
     of what was set aside."""
     if ROUND not in saved.meta:
         return None, []
-    studio = round_studio(settings, saved, url)
-    project = studio.project(round_title(settings, saved))
+    studio, project = round_project(settings, saved, url)
     marks, problems = studio.marks(project["id"], settings.grades, saved.keys)
-    checked = checked_marks(saved, marks, settings.grades.low)
+    checked = checked_marks(documents, saved, marks, settings.grades.low)
     return (checked.highlights, checked.assessments), problems + checked.lines()
