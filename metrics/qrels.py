@@ -148,3 +148,11 @@ class QrelsBuilder:
         return Qrels(np.array(self._q, dtype=object), np.array(self._d, dtype=object),
                      np.array(self._g, dtype=np.int64))
 
+
+def combined_digest(*parts: str) -> str:
+    """One digest from digests (a corpus's from its documents', questions' and judgments'; a span judgment version's
+    from its qrels' and spans'): the first 16 hex digits of the SHA-256 of the parts in order."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+    return h.hexdigest()[:16]

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from metrics.errors import InputError
-from metrics.qrels import Qrels, QrelsBuilder
+from metrics.qrels import Qrels, QrelsBuilder, combined_digest
 from metrics.textfile import text_lines, tsv_rows
 
 SPAN_COLUMNS = ("query_id", "doc_id", "start", "end", "grade")  # spans.tsv's header
@@ -134,10 +134,7 @@ def judgments_digest(qrels: Qrels, spans: Spans | None = None) -> str:
     (what a job records as ``rankscope.qrels_digest``, and what a span judgment version is named by)."""
     if spans is None or not len(spans):
         return qrels.digest()
-    h = hashlib.sha256()
-    for part in (qrels.digest(), spans.digest(), "spans"):
-        h.update(part.encode())
-    return h.hexdigest()[:16]
+    return combined_digest(qrels.digest(), spans.digest(), "spans")
 
 
 def spans_bytes(spans: Spans) -> bytes:

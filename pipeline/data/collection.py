@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from metrics.qrels import Qrels
+from metrics.qrels import Qrels, combined_digest
 from metrics.spans import Spans, judgments_digest
 
 
@@ -81,14 +81,6 @@ class Collection:
             "judgments": len(self.qrels),
             "questions_without_relevant": sum(q not in level_one for q in self.query_ids),
         }
-
-
-def combined_digest(documents: str, questions: str, qrels: str) -> str:
-    """A corpus's one digest from its parts' (a run re-scored against new qrels gets its new corpus digest so)."""
-    h = hashlib.sha256()
-    for part in (documents, questions, qrels):
-        h.update(part.encode())
-    return h.hexdigest()[:16]
 
 
 def texts_digest(ids: list[str], texts: list[str]) -> str:

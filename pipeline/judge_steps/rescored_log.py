@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from metrics.qrels import combined_digest
 from metrics.trec import write_trec_run
 from pipeline.common.names import (
     PER_QUESTION_FILE,
@@ -13,7 +14,6 @@ from pipeline.common.names import (
     TAG_DOCUMENTS_DIGEST,
     TAG_QUESTIONS_DIGEST,
 )
-from pipeline.data.collection import combined_digest
 from pipeline.judge_steps.changes_report import keep_changes, write_changes
 from pipeline.judge_steps.rescoring import Outcome
 from pipeline.judge_steps.sources import QrelsVersion
