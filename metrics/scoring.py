@@ -43,12 +43,15 @@ class Scores:
     missing_from_run: list[str] = field(default_factory=list)
 
 
-def compute(judged: Judged, metrics: Sequence[MetricSpec], settings: EvalSettings) -> dict[str, np.ndarray]:
-    """Every requested metric from one join: a dict ``name -> per-question array``."""
+def compute(judged: Judged, metrics: Sequence[MetricSpec], settings: EvalSettings,
+            trec: trec_measures.TrecMeasures | None = None) -> dict[str, np.ndarray]:
+    """Every requested metric from one join: a dict ``name -> per-question array``; ``trec``: the join's
+    trec_eval measures when the caller has them already (built with the same level and gain), else made on demand."""
     rel = judged.relevant(settings.level)
     n_rel = judged.n_relevant(settings.level)
     out: dict[str, np.ndarray] = {}
-    gain = ideal = more = None
+    gain = ideal = None
+    more = trec
     for spec in metrics:
         if spec.needs_chunks:  # a ranking of chunks' measure: metrics.context computes it
             continue

@@ -173,7 +173,7 @@ class Scored:
         keep = [i for i, q in enumerate(judged.query_ids) if wanted is None or q in wanted]
         rows = np.array(keep, dtype=np.int64)
         measures = TrecMeasures(judged, level)
-        values = compute(judged, specs, EvalSettings(level=level))
+        values = compute(judged, specs, EvalSettings(level=level), trec=measures)  # one TrecMeasures a join
         for name, array in values.items():
             self.values.setdefault(name, []).append(array[rows])
         for name, array in measures.counts().items():
