@@ -73,11 +73,12 @@ class JobRecorder:
         run)."""
         if self.handle is None or self.tags[TAG_KIND] != KIND_JOB:
             return None
-        if not self.handle.resumed and JobRecord.load(self.ctx.output_dir) is None:
+        here = JobRecord.load(self.ctx.output_dir) is not None  # logging it never removes it
+        if not self.handle.resumed and not here:
             return None  # a new parent run holds no job's run, and this folder no earlier result
         run_id = self.destination.logged_earlier(self.ctx.output_dir, self.identity, self.ctx.job_num,
                                                  " ".join(self.ctx.overrides))
-        if run_id is not None and JobRecord.load(self.ctx.output_dir) is None:
+        if run_id is not None and not here:
             # logged from a folder elsewhere (a worker's own, before the driver resolved the sweep folder for its
             # jobs): this folder says so, so that the sweep counts the point as finished and logged
             self.destination.record(run_name(self.system, collection.label), self.tags, self.started_ms,
