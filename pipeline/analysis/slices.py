@@ -107,9 +107,13 @@ class SliceReport:
     def fewest(self) -> int:
         return fewest_tested(self.confidence)
 
+    def too_small(self, name: str, label: str) -> bool:
+        """Whether a slice has too few questions to test (never the row over all questions)."""
+        return name != ALL and self.counts[(name, label)] < self.fewest
+
     def small(self) -> list[tuple[str, str, int]]:
         """The slices too small to test: (field, slice, questions)."""
-        return [(name, label, n) for (name, label), n in self.counts.items() if n < self.fewest]
+        return [(name, label, n) for (name, label), n in self.counts.items() if self.too_small(name, label)]
 
     def reversals(self, metric: str | None = None) -> pd.DataFrame:
         """The tested cells whose significant verdict goes against the sign of the system's overall difference

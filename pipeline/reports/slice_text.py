@@ -64,8 +64,8 @@ def slices_frame(report: SliceReport, label: Callable[[str], str] = str) -> pd.D
             row[label(system)] = f"{mean} {difference}".rstrip()
         if len(report.systems) > 1:
             mde = report.detectable(name, label_)
-            small = name != ALL and n < report.fewest
-            row["MDE"] = "too small to test" if small else "--" if math.isnan(mde) else f"{mde:.3f}"
+            row["MDE"] = ("too small to test" if report.too_small(name, label_) else "--" if math.isnan(mde)
+                          else f"{mde:.3f}")
         rows.append(row)
         index.append(slice_name(name, label_))
     return pd.DataFrame(rows, index=pd.Index(index, name="slice"))

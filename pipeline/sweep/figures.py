@@ -139,7 +139,7 @@ def slice_figure(summary: SweepSummary, plan: MetricPlan) -> SweepFigure:
     panels = []
     for (name, label), rows in means.groupby(["slicing", "slice"], sort=False):
         n = int(rows["questions"].iloc[0])
-        note = ("too small to test" if name and n < report.fewest else
+        note = ("too small to test" if report.too_small(name, label) else
                 "reversal: see the table" if (name, label) in reversed_ else "")
         title = f"{name}={label}, {n} questions" if name else f"all {n} questions"
         panels.append(Panel(title, {summary.label(r.system): (r.mean, r.ci_low, r.ci_high)
