@@ -26,7 +26,7 @@ def round_title(settings: JudgeSettings, saved: SavedPool) -> str:
     """The round's project: the settings' ``adjudication_project``, else the pool's project's title and
     " adjudication"."""
     known = saved.meta.get(ROUND) or {}
-    first = (saved.meta.get("label_studio") or {}).get("project") or saved.meta["name"]
+    first = saved.project_title()
     return settings.label_studio.adjudication_project or known.get("project") or f"{first} adjudication"
 
 
@@ -59,9 +59,8 @@ def texts_of(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPool
     from the sheets' columns."""
     found: dict[tuple[str, str], tuple[str, str]] = {}
     if LABEL_STUDIO in sources:
-        known = saved.meta.get("label_studio") or {}
         studio = round_studio(settings, saved, args.url)
-        project = studio.project(args.project or known.get("project") or saved.meta["name"])
+        project = studio.project(saved.project_title(args.project))
         for task in studio.tasks(project["id"], every=False):
             data = task.get("data") or {}
             found[(str(data.get("query_id")), str(data.get("doc_id")))] = (str(data.get("question", "")),
@@ -103,7 +102,7 @@ def remember_round(saved: SavedPool, studio: LabelStudio, title: str, project: d
     """Remember the round in the pool (``pool.json``); the line that says where it is and how to go on."""
     saved.meta[ROUND] = {"url": studio.url, "project": title, "project_id": project["id"], "pairs": pairs}
     write_json(saved.folder / POOL_META, saved.meta)
-    first = (saved.meta.get("label_studio") or {}).get("project") or saved.meta["name"]
+    first = saved.project_title()
     return (f"Adjudication round: project {title!r} ({'created' if made else 'updated'}, id {project['id']}) at "
             f"{studio.url}: {pairs} {what}, {pushed} task(s) pushed, {there} already there; {shown}. A third "
             f"assessor {doing} at {studio.url}/projects/{project['id']}/data, then: python -m pipeline.judge pull "
@@ -140,5 +139,5 @@ def command_for(saved: SavedPool, sheets: list[Path]) -> str:
     """The command that pushes a pool's ties to an adjudication round, given its grades as pull was."""
     if sheets:
         return "python -m pipeline.judge adjudicate " + " ".join(f"--from {s}" for s in sheets)
-    title = (saved.meta.get("label_studio") or {}).get("project") or saved.meta["name"]
+    title = saved.project_title()
     return f"python -m pipeline.judge adjudicate --project {title!r}"

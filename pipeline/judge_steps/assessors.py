@@ -104,16 +104,19 @@ def pool_folder(args: argparse.Namespace, settings: JudgeSettings, base: Path, s
     return base / JUDGING_DIR / settings.label_studio.project
 
 
+def pool_project(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPool) -> tuple[LabelStudio, dict]:
+    """The pool's Label Studio (``--url``, else where it was pushed, else the settings') and its project."""
+    url = args.url or (saved.meta.get("label_studio") or {}).get("url") or settings.label_studio.url
+    studio = LabelStudio(url, settings.label_studio.token_env, settings.label_studio.timeout)
+    return studio, studio.project(saved.project_title(args.project))
+
+
 def read_grades(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPool, sources: list[str],
                 sheets: list[Path]) -> pd.DataFrame:
     """Every annotation of the pool's pairs, from its Label Studio project and the sheets, as one table."""
     frames = []
     if LABEL_STUDIO in sources:
-        known = saved.meta.get("label_studio") or {}
-        url = args.url or known.get("url") or settings.label_studio.url
-        title = args.project or known.get("project") or saved.meta["name"]
-        studio = LabelStudio(url, settings.label_studio.token_env, settings.label_studio.timeout)
-        project = studio.project(title)
+        studio, project = pool_project(args, settings, saved)
         frames.append(studio.annotations(project["id"], settings.grades, saved.keys))
     if sheets:
         frames.append(read_sheets(sheets, saved.keys, settings.grades))
@@ -126,11 +129,8 @@ def read_marks(args: argparse.Namespace, settings: JudgeSettings, saved: SavedPo
     one line per task that could not be read."""
     frames, problems = [], []
     if LABEL_STUDIO in sources:
-        known = saved.meta.get("label_studio") or {}
-        url = args.url or known.get("url") or settings.label_studio.url
-        title = args.project or known.get("project") or saved.meta["name"]
-        studio = LabelStudio(url, settings.label_studio.token_env, settings.label_studio.timeout)
-        found, problems = studio.marks(studio.project(title)["id"], settings.grades, saved.keys)
+        studio, project = pool_project(args, settings, saved)
+        found, problems = studio.marks(project["id"], settings.grades, saved.keys)
         frames.append(found)
     for sheet in sheets:
         if not is_span_sheet(sheet):

@@ -54,6 +54,11 @@ class SavedPool:
 
         return read_qrels(self.folder / self.meta["base_file"])
 
+    def project_title(self, given: str | None = None) -> str:
+        """The pool's Label Studio project: ``given`` (``--project``), else the title it was pushed under, else its
+        name."""
+        return given or (self.meta.get("label_studio") or {}).get("project") or self.meta["name"]
+
     @property
     def spans(self) -> bool:
         """A span pool (its tasks judge evidence spans)."""
